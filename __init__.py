@@ -1,0 +1,23 @@
+"""tile: a tile-level GPU kernel DSL compiler built on MLIR.
+
+    @tile.kernel
+    def add(x, y, out, n, BLOCK: tile.constexpr):
+        offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+        tile.store(out + offs, tile.load(x + offs, mask=offs < n) + tile.load(y + offs, mask=offs < n), mask=offs < n)
+
+    add[(tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+
+Importing `tile` loads neither MLIR nor lark: a host with only torch and a
+cache of compiled kernels can launch them.
+"""
+
+from .frontend.dtypes import bfloat16, dtype, float16, float32, float64, int1, int8, int32, int64
+from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
+from .frontend.language import *  # noqa: F401,F403  (the kernel language)
+from .frontend.language import constexpr
+from .runtime.kernel import Kernel, func, kernel
+
+__all__ = [
+    "kernel", "func", "Kernel", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
+    "int8", "int1", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError",
+]

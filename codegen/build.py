@@ -1,0 +1,80 @@
+"""Builds one specialization of a kernel: frontend, then every stage, then the
+launch ABI read back from the compiled function's signature.
+
+The ABI is never counted by hand: the parameter list of the final
+`llvm.func` is parsed and checked against what the kernel's arguments expand
+to (a memref is allocated ptr, aligned ptr, offset, sizes..., strides...).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+from mlir import ir
+
+from ..dialects import make_context
+from ..frontend.emitter import emit_kernel
+from ..frontend.errors import CompilationError, TileError
+from ..frontend.parser import parse_function
+from ..runtime.toolchain import PINS
+from .compiler import run_stages
+
+_checked_toolchain = False
+
+
+def check_toolchain():
+    global _checked_toolchain
+    if _checked_toolchain:
+        return
+    for pkg, want in PINS.items():
+        have = importlib.metadata.version(pkg)
+        if have != want:
+            raise TileError(f"{pkg} {have} is installed but tile is pinned to {want} (pyproject.toml)")
+    _checked_toolchain = True
+
+
+def expected_abi(signature) -> list[dict]:
+    """What each runtime argument expands to, in order, at the LLVM level."""
+    abi = []
+    for i, (_, kind, detail) in enumerate(s for s in signature if s[1] != "constexpr"):
+        if kind == "tensor":
+            dt, rank = detail
+            abi += [{"arg": i, "part": "ptr", "type": "ptr"}, {"arg": i, "part": "ptr", "type": "ptr"},
+                    {"arg": i, "part": "offset", "type": "i64"}]
+            abi += [{"arg": i, "part": "size", "dim": d, "type": "i64"} for d in range(rank)]
+            abi += [{"arg": i, "part": "stride", "dim": d, "type": "i64"} for d in range(rank)]
+        else:
+            abi.append({"arg": i, "part": "value", "type": detail.mlir})
+    return abi
+
+
+def compiled_param_types(llvm_dialect_text: str, name: str) -> list[str]:
+    m = re.search(r"llvm\.func @" + re.escape(name) + r"\((.*?)\)\s*(->|attributes|\{)", llvm_dialect_text)
+    if m is None:
+        raise CompilationError(f"compiled module has no function @{name}")
+    types = re.findall(r"%arg\d+: ([^,{]+?)(?: \{[^}]*\})?(?:,|$)", m.group(1))
+    return [t.strip().replace("!llvm.ptr", "ptr").split("<")[0] for t in types]
+
+
+def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
+    check_toolchain()
+    if getattr(kernel, "_parsed", None) is None:
+        kernel._parsed = parse_function(kernel.fn)
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = emit_kernel(kernel._parsed, kernel.fn.__globals__, kernel.name, signature)
+    compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
+    abi = expected_abi(signature)
+    final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
+    have = compiled_param_types(final, kernel.name)
+    want = [a["type"] for a in abi] + (["i32"] * 3 if target == "cpu" else [])
+    if have != want:
+        raise CompilationError(f"launch ABI mismatch for {kernel.name}: compiled {have}, expected {want}")
+    compiled.metadata = {
+        "name": kernel.name, "target": target, "abi": abi, "options": options,
+        "num_threads": options["num_warps"] * 32,
+        "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
+    }
+    artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()
+    return compiled, artifact

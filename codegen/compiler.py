@@ -1,0 +1,160 @@
+"""The compiler: an ordered list of named stages per target.
+
+    cpu:    tile -> tile-opt -> linalg -> llvm
+    sm_XX:  tile -> tile-opt -> linalg -> gpu -> nvvm -> llvm -> ptx -> cubin
+
+Each stage maps the previous stage's output (an MLIR module, LLVM IR text,
+PTX text or cubin bytes) to its own. Every stage's text is kept on the result;
+with a dump folder, every pass inside a stage is written too, numbered in
+pipeline order. `run_stages` restarts from any stage's saved text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mlir import ir
+
+from ..dialects import make_context
+from ..frontend.errors import CompilationError, TileError
+from ..passes.registry import pass_manager
+from . import pipelines
+
+GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
+
+
+@dataclass
+class Stage:
+    name: str
+    ext: str
+    passes: Callable[[dict], list[str]] | None = None  # an MLIR pass pipeline stage
+    convert: Callable | None = None  # any other step: (input, options) -> output
+
+
+@dataclass
+class Compiled:
+    """What compiling one specialization produced: stage texts and metadata."""
+
+    name: str
+    target: str
+    stages: dict[str, str | bytes] = field(default_factory=dict)
+    dumps: list[tuple[str, str | bytes]] = field(default_factory=list)  # (file name, content), in order
+    metadata: dict = field(default_factory=dict)
+
+
+def _llvm_ir(module: ir.Module, options) -> str:
+    from .ptx import gpu_module_to_llvm_ir
+
+    return gpu_module_to_llvm_ir(module)
+
+
+def _ptx(llvm_ir: str, options) -> str:
+    from .ptx import llvm_ir_to_ptx
+
+    return llvm_ir_to_ptx(llvm_ir, options["target"])
+
+
+def _cubin(ptx: str, options) -> bytes:
+    from .cubin import ptx_to_cubin
+
+    return ptx_to_cubin(ptx, options["target"])
+
+
+def stages_for(target: str) -> list[Stage]:
+    common = [
+        Stage("tile", "mlir"),
+        Stage("tile-opt", "mlir", lambda o: pipelines.tile_opt(o)),
+        Stage("linalg", "mlir", lambda o: pipelines.LINALG),
+    ]
+    if target == "cpu":
+        return common + [Stage("llvm", "mlir", lambda o: pipelines.CPU_LLVM)]
+    if target in GPU_TARGETS:
+        return common + [
+            Stage("gpu", "mlir", pipelines.gpu),
+            Stage("nvvm", "mlir", lambda o: pipelines.nvvm(o["target"])),
+            Stage("llvm", "ll", convert=_llvm_ir),
+            Stage("ptx", "ptx", convert=_ptx),
+            Stage("cubin", "cubin", convert=_cubin),
+        ]
+    raise TileError(f"unknown target '{target}': use cpu or one of {', '.join(GPU_TARGETS)}")
+
+
+def _first_error(diagnostics) -> tuple[str, object]:
+    for d in diagnostics:
+        return d.message, d.location
+    return "", None
+
+
+def _raise_from_mlir(e: ir.MLIRError, stage: str):
+    message, loc = _first_error(getattr(e, "error_diagnostics", []))
+    m = re.match(r'loc\("(.*)":(\d+):(\d+)\)', str(loc)) if loc is not None else None
+    if m:
+        filename, line, col = m.group(1), int(m.group(2)), int(m.group(3))
+        src = ""
+        if os.path.exists(filename):
+            lines = open(filename).read().splitlines()
+            src = lines[line - 1] if 0 < line <= len(lines) else ""
+        raise CompilationError(message or str(e), filename, line, col, src) from None
+    raise CompilationError(f"{stage} stage failed: {message or e}") from None
+
+
+def _run_passes(module, passes: list[str], dump: Callable[[str, str], None] | None, stage: str):
+    try:
+        if dump is None:
+            pass_manager(passes).run(module.operation)
+            return
+        for p in passes:
+            pass_manager([p]).run(module.operation)
+            dump(re.split(r"[{(]", p)[0].strip(), str(module))
+    except ir.MLIRError as e:
+        _raise_from_mlir(e, stage)
+
+
+def run_stages(value, target: str, options: dict, start: str, name: str, keep_dumps: bool, ctx: ir.Context | None = None) -> Compiled:
+    """Run the stages after `start` on `value` (a module or the text `start` produced)."""
+    options = {**options, "target": target}
+    out = Compiled(name, target)
+    stages = stages_for(target)
+    names = [s.name for s in stages]
+    if start not in names:
+        raise TileError(f"no stage '{start}' for target {target}: stages are {', '.join(names)}")
+    counter = [0]
+
+    def dump(label: str, content, ext="mlir"):
+        if keep_dumps:
+            counter[0] += 1
+            out.dumps.append((f"{counter[0]:02d}-{label}.{ext}", content))
+
+    ctx = ctx or make_context()
+    with ctx, ir.Location.unknown():
+        if isinstance(value, str) and stages[names.index(start)].ext == "mlir":
+            value = ir.Module.parse(value)
+        first = names.index(start)
+        text = str(value) if isinstance(value, ir.Module) else value
+        out.stages[start] = text
+        dump(f"stage-{start}", text, stages[first].ext)
+        for stage in stages[first + 1 :]:
+            if stage.passes is not None:
+                _run_passes(value, stage.passes(options), dump if keep_dumps else None, stage.name)
+                try:
+                    value.operation.verify()
+                except ir.MLIRError as e:
+                    _raise_from_mlir(e, stage.name)
+                text = str(value)
+            else:
+                value = stage.convert(value, options)
+                text = value
+            out.stages[stage.name] = text
+            dump(f"stage-{stage.name}", text, stage.ext)
+    return out
+
+
+def write_dumps(compiled: Compiled, folder: str):
+    os.makedirs(folder, exist_ok=True)
+    for fname, content in compiled.dumps:
+        mode = "wb" if isinstance(content, bytes) else "w"
+        with open(os.path.join(folder, fname), mode) as f:
+            f.write(content)

@@ -1,0 +1,70 @@
+"""The pass pipeline of each stage, per target.
+
+A target is an ordered list of named stages (see `compiler.py`); the stages
+that are MLIR pass pipelines take their pass lists from here. Names are the
+ones `tile-opt --pass-pipeline=` accepts: tile passes and upstream passes mix.
+"""
+
+from __future__ import annotations
+
+TILE_OPT = ["tile-verify", "canonicalize", "cse", "tile-fuse"]
+
+LINALG = [
+    "convert-tile-to-linalg",
+    "convert-elementwise-to-linalg",
+    "clone-elementwise-producers",
+    "linalg-fuse-elementwise-ops",
+    "canonicalize",
+    "cse",
+]
+
+_BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map}"
+
+CPU_LLVM = [
+    _BUFFERIZE,
+    "memref-copy-to-linalg",
+    "tile-cpu-grid",
+    "buffer-deallocation-pipeline",
+    "convert-linalg-to-loops",
+    "math-expand-ops",
+    "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
+    "expand-strided-metadata",
+    "lower-affine",
+    "convert-scf-to-cf",
+    "convert-math-to-llvm",
+    "convert-math-to-libm",
+    "finalize-memref-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+    "reconcile-unrealized-casts",
+]
+
+
+def tile_opt(options: dict) -> list[str]:
+    if options["target"] == "cpu":
+        return TILE_OPT
+    return TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}}}"]
+
+
+def gpu(options: dict) -> list[str]:
+    return [
+        _BUFFERIZE,
+        "memref-copy-to-linalg",
+        "canonicalize",
+        "convert-linalg-to-parallel-loops",
+        f"tile-gpu-launch{{num-threads={options['num_warps'] * 32}}}",
+        "canonicalize",
+        "cse",
+    ]
+
+
+def nvvm(target: str) -> list[str]:
+    features = "+ptx80"
+    return [
+        f"nvvm-attach-target{{chip={target} features={features} O=3}}",
+        "gpu.module(math-expand-ops, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+        "convert-gpu-to-nvvm{index-bitwidth=64}, canonicalize, cse, reconcile-unrealized-casts)",
+        "reconcile-unrealized-casts",
+    ]

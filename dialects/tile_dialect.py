@@ -1,0 +1,31 @@
+"""Loads the `tile` dialect (ops and layout attribute) into an MLIR context.
+
+The IRDL text is generated from the op definitions in `tile_ops.py` and the
+attribute in `layout.py`; `tile-opt --print-dialect` shows it.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import irdl
+
+from . import tile_ops  # noqa: F401  (registers the op definitions)
+from .layout import ATTRIBUTE_IRDL
+from .op_definition import REGISTRY
+
+
+def irdl_source() -> str:
+    ops = "\n".join(d.irdl() for d in REGISTRY.values())
+    return f"irdl.dialect @tile {{\n{ATTRIBUTE_IRDL}\n{ops}\n}}\n"
+
+
+def load(ctx: ir.Context) -> None:
+    with ctx, ir.Location.unknown():
+        irdl.load_dialects(ir.Module.parse(irdl_source()))
+
+
+def make_context() -> ir.Context:
+    """A fresh context with every upstream dialect and the tile dialect loaded."""
+    ctx = ir.Context()
+    load(ctx)
+    return ctx

@@ -1,0 +1,284 @@
+"""The ops of the `tile` dialect: one definition each, with its MLIR form.
+
+Tiles are builtin ranked tensors with static shapes (optionally carrying a
+`#tile.blocked` layout encoding); global tensors are strided memrefs.
+Elementwise math, comparisons, casts and `where` are upstream `arith`/`math`
+ops applied to tensors, so they need no tile op.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .op_definition import create, define
+
+
+def _tensor(v) -> ir.RankedTensorType | None:
+    t = v.type if hasattr(v, "type") else v
+    return ir.RankedTensorType(t) if isinstance(t, ir.RankedTensorType) else None
+
+
+def _shape(v) -> list[int]:
+    t = _tensor(v)
+    return list(t.shape) if t else []
+
+
+def _elem(v) -> ir.Type:
+    t = _tensor(v)
+    return t.element_type if t else v.type
+
+
+def _int_attr(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def _verify_program_axis(op):
+    if _int_attr(op, "axis") not in (0, 1, 2):
+        return "axis must be 0, 1 or 2"
+
+
+@define("program_id", results=[("pid", "i32")], attributes=["axis"], verify=_verify_program_axis)
+def program_id(axis: int, *, loc=None, ip=None) -> ir.Value:
+    """The index of this program along `axis` of the launch grid.
+
+    %pid = "tile.program_id"() {axis = 0 : i32} : () -> i32
+    """
+    return create("program_id", [ir.IntegerType.get_signless(32)], [], {"axis": _i32(axis)}, loc=loc, ip=ip).result
+
+
+@define("num_programs", results=[("n", "i32")], attributes=["axis"], verify=_verify_program_axis)
+def num_programs(axis: int, *, loc=None, ip=None) -> ir.Value:
+    """The number of programs along `axis` of the launch grid.
+
+    %n = "tile.num_programs"() {axis = 0 : i32} : () -> i32
+    """
+    return create("num_programs", [ir.IntegerType.get_signless(32)], [], {"axis": _i32(axis)}, loc=loc, ip=ip).result
+
+
+def _verify_arange(op):
+    start, end = _int_attr(op, "start"), _int_attr(op, "end")
+    n = end - start
+    if n <= 0 or n & (n - 1):
+        return f"arange length {n} (end - start) must be a positive power of two"
+    if _shape(op.result) != [n]:
+        return f"result must be tensor<{n}xi32>"
+
+
+@define("arange", results=[("tile", "tensor")], attributes=["start", "end"], verify=_verify_arange)
+def arange(start: int, end: int, *, loc=None, ip=None) -> ir.Value:
+    """The integers start, ..., end - 1 as a 1-D tile; the length is a power of two.
+
+    %r = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+    """
+    ty = ir.RankedTensorType.get([end - start], ir.IntegerType.get_signless(32))
+    return create("arange", [ty], [], {"start": _i32(start), "end": _i32(end)}, loc=loc, ip=ip).result
+
+
+def _verify_splat(op):
+    if _tensor(op.operands[0]) is not None:
+        return "operand must be a scalar"
+    if _elem(op.result) != op.operands[0].type:
+        return "result element type must match the scalar's type"
+
+
+@define("splat", operands=[("value", "any")], results=[("tile", "tensor")], verify=_verify_splat)
+def splat(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value:
+    """A tile of the given shape filled with one scalar.
+
+    %t = "tile.splat"(%x) : (f32) -> tensor<128xf32>
+    """
+    return create("splat", [ir.RankedTensorType.get(shape, value.type)], [value], loc=loc, ip=ip).result
+
+
+def _verify_broadcast(op):
+    src, dst = _shape(op.operands[0]), _shape(op.result)
+    if len(src) != len(dst) or any(s not in (1, d) for s, d in zip(src, dst)):
+        return f"cannot broadcast {src} to {dst}: dims must be equal or 1 in the source"
+    if _elem(op.operands[0]) != _elem(op.result):
+        return "element types differ"
+
+
+@define("broadcast", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_broadcast)
+def broadcast(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value:
+    """Repeat the size-1 dims of a tile to reach `shape` (same rank).
+
+    %b = "tile.broadcast"(%t) : (tensor<1x64xf32>) -> tensor<32x64xf32>
+    """
+    return create("broadcast", [ir.RankedTensorType.get(shape, _elem(value))], [value], loc=loc, ip=ip).result
+
+
+def _count(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _verify_reshape(op):
+    src, dst = _shape(op.operands[0]), _shape(op.result)
+    if _count(src) != _count(dst):
+        return f"reshape from {src} to {dst} changes the number of elements"
+
+
+@define("reshape", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_reshape)
+def reshape(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value:
+    """The same elements, in row-major order, with another static shape.
+
+    %r = "tile.reshape"(%t) : (tensor<64xf32>) -> tensor<1x64xf32>
+    """
+    return create("reshape", [ir.RankedTensorType.get(shape, _elem(value))], [value], loc=loc, ip=ip).result
+
+
+REDUCE_KINDS = ("sum", "max", "min")
+
+
+def _verify_reduce(op):
+    src, axis = _shape(op.operands[0]), _int_attr(op, "axis")
+    kind = ir.StringAttr(op.attributes["kind"]).value
+    if kind not in REDUCE_KINDS:
+        return f"kind must be one of {', '.join(REDUCE_KINDS)}"
+    if not 0 <= axis < len(src):
+        return f"axis {axis} is out of range for a rank-{len(src)} tile"
+    want = src[:axis] + src[axis + 1 :]
+    if _shape(op.result) != want or _elem(op.result) != _elem(op.operands[0]):
+        return f"result must have shape {want} and the operand's element type"
+
+
+@define("reduce", operands=[("tile", "tensor")], results=[("result", "any")], attributes=["axis", "kind"], verify=_verify_reduce)
+def reduce(value: ir.Value, axis: int, kind: str, *, loc=None, ip=None) -> ir.Value:
+    """Reduce a tile along `axis` with sum, max or min; a 1-D tile reduces to a scalar.
+
+    %s = "tile.reduce"(%t) {axis = 1 : i32, kind = "sum"} : (tensor<4x64xf32>) -> tensor<4xf32>
+    """
+    shape = _shape(value)
+    rest = shape[:axis] + shape[axis + 1 :]
+    ty = ir.RankedTensorType.get(rest, _elem(value)) if rest else _elem(value)
+    attrs = {"axis": _i32(axis), "kind": ir.StringAttr.get(kind)}
+    return create("reduce", [ty], [value], attrs, loc=loc, ip=ip).result
+
+
+def _verify_gather_operands(op, value_type, offsets, mask):
+    if _shape(offsets) != _shape(mask) or _shape(offsets) != _shape(value_type):
+        return "offsets, mask and value must have the same shape"
+    if not isinstance(_elem(offsets), ir.IntegerType):
+        return "offsets must be integers"
+    if _elem(mask) != ir.IntegerType.get_signless(1):
+        return "mask must be i1"
+    memref = ir.MemRefType(op.operands[0].type)
+    if memref.element_type != _elem(value_type):
+        return f"element type {_elem(value_type)} does not match the tensor's {memref.element_type}"
+
+
+def _verify_load(op):
+    _, offsets, mask, other = op.operands
+    return _verify_gather_operands(op, op.result, offsets, mask) or (
+        "other must have the result's type" if other.type != op.result.type else None
+    )
+
+
+@define(
+    "load",
+    operands=[("base", "memref"), ("offsets", "any"), ("mask", "any"), ("other", "any")],
+    results=[("result", "any")],
+    verify=_verify_load,
+)
+def load(base, offsets, mask, other, *, loc=None, ip=None) -> ir.Value:
+    """Gather `base.flat[offsets]` where `mask` holds, `other` elsewhere (Triton form).
+
+    Offsets count elements from the tensor's first element, like Triton pointers.
+
+    %v = "tile.load"(%x, %offs, %mask, %other)
+        : (memref<?xf32, strided<[?], offset: ?>>, tensor<128xi32>, tensor<128xi1>, tensor<128xf32>) -> tensor<128xf32>
+    """
+    return create("load", [other.type], [base, offsets, mask, other], loc=loc, ip=ip).result
+
+
+def _verify_store(op):
+    _, offsets, value, mask = op.operands
+    return _verify_gather_operands(op, value, offsets, mask)
+
+
+@define("store", operands=[("base", "memref"), ("offsets", "any"), ("value", "any"), ("mask", "any")], verify=_verify_store)
+def store(base, offsets, value, mask, *, loc=None, ip=None) -> ir.Operation:
+    """Scatter `value` to `base.flat[offsets]` where `mask` holds (Triton form).
+
+    "tile.store"(%y, %offs, %v, %mask)
+        : (memref<?xf32, strided<[?], offset: ?>>, tensor<128xi32>, tensor<128xf32>, tensor<128xi1>) -> ()
+    """
+    return create("store", [], [base, offsets, value, mask], loc=loc, ip=ip)
+
+
+def _verify_block_access(op, tile_type, indices):
+    memref = ir.MemRefType(op.operands[0].type)
+    shape = _shape(tile_type)
+    if len(indices) != memref.rank or len(shape) != memref.rank:
+        return f"a rank-{memref.rank} tensor needs {memref.rank} tile indices and a rank-{memref.rank} tile"
+    if memref.element_type != _elem(tile_type):
+        return f"element type {_elem(tile_type)} does not match the tensor's {memref.element_type}"
+
+
+def _verify_load_tile(op):
+    return _verify_block_access(op, op.result, list(op.operands)[1:])
+
+
+@define("load_tile", operands=[("base", "memref"), ("index", "*i32")],
+        results=[("result", "tensor")], attributes=["padding"], verify=_verify_load_tile)
+def load_tile(base, indices, shape, padding, *, loc=None, ip=None) -> ir.Value:
+    """Load tile number `indices` of shape `shape` from `base`; elements past its bounds read `padding`.
+
+    Tile (i, j) covers rows i*BM ... i*BM+BM-1 and columns j*BN ... j*BN+BN-1.
+
+    %t = "tile.load_tile"(%x, %i, %j) {padding = 0.0 : f32}
+        : (memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32) -> tensor<32x64xf32>
+    """
+    elem = ir.MemRefType(base.type).element_type
+    ty = ir.RankedTensorType.get(shape, elem)
+    return create("load_tile", [ty], [base, *indices], {"padding": padding}, loc=loc, ip=ip).result
+
+
+def _verify_store_tile(op):
+    return _verify_block_access(op, op.operands[1], list(op.operands)[2:])
+
+
+@define("store_tile", operands=[("base", "memref"), ("value", "tensor"), ("index", "*i32")], verify=_verify_store_tile)
+def store_tile(base, value, indices, *, loc=None, ip=None) -> ir.Operation:
+    """Store a tile at tile number `indices` of `base`; elements past its bounds are skipped.
+
+    "tile.store_tile"(%y, %t, %i, %j) : (memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<32x64xf32>, i32, i32) -> ()
+    """
+    return create("store_tile", [], [base, value, *indices], loc=loc, ip=ip)
+
+
+def _verify_dot(op):
+    a, b, acc = (_shape(v) for v in op.operands)
+    if len(a) != 2 or len(b) != 2 or a[1] != b[0] or acc != [a[0], b[1]]:
+        return f"dot needs (M, K) x (K, N) + (M, N) tiles, got {a} x {b} + {acc}"
+    if _elem(op.operands[0]) != _elem(op.operands[1]):
+        return "dot operands must have the same element type"
+
+
+@define("dot", operands=[("a", "tensor"), ("b", "tensor"), ("acc", "tensor")], results=[("result", "tensor")], verify=_verify_dot)
+def dot(a, b, acc, *, loc=None, ip=None) -> ir.Value:
+    """Matrix product of two tiles added to an accumulator tile.
+
+    %c = "tile.dot"(%a, %b, %acc) : (tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+    """
+    return create("dot", [acc.type], [a, b, acc], loc=loc, ip=ip).result
+
+
+def _verify_convert_layout(op):
+    if _shape(op.operands[0]) != _shape(op.result) or _elem(op.operands[0]) != _elem(op.result):
+        return "convert_layout changes only the encoding"
+
+
+@define("convert_layout", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_convert_layout)
+def convert_layout(value, result_type, *, loc=None, ip=None) -> ir.Value:
+    """Move a tile from one layout encoding to another (through shared memory on a GPU).
+
+    %c = "tile.convert_layout"(%t) : (tensor<64xf32, #tile.blocked<...>>) -> tensor<64xf32, #tile.blocked<...>>
+    """
+    return create("convert_layout", [result_type], [value], loc=loc, ip=ip).result
+
+
+def _i32(v: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), v)

@@ -1,0 +1,1 @@
+"""Frontend: Python kernel source -> `tile`-dialect module (parse, scope, fold, type)."""

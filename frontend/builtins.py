@@ -1,0 +1,289 @@
+"""Emitters for the language's builtins (`frontend/language.py`), one per name.
+
+Each takes already-evaluated arguments (Tiles, TensorArgs, Pointers or Python
+values) and returns what the call evaluates to.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, memref
+
+from ..dialects import tile_ops
+from . import dtypes, semantics
+from .dtypes import float32, int1, int32
+from .semantics import SemanticError, constant
+from .values import Pointer, TensorArg, Tile
+
+EMITTERS = {}
+
+
+def emitter(name):
+    def wrap(fn):
+        EMITTERS[name] = fn
+        return fn
+
+    return wrap
+
+
+def _const_int(v, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise SemanticError(f"{what} must be a compile-time integer (a constexpr), got {_describe(v)}")
+    return v
+
+
+def _shape(v, what: str) -> list[int]:
+    if isinstance(v, int):
+        v = (v,)
+    if not isinstance(v, (tuple, list)):
+        raise SemanticError(f"{what} must be a tuple of compile-time integers")
+    return [_const_int(d, what) for d in v]
+
+
+def _dtype(v, what="dtype") -> dtypes.dtype:
+    if not isinstance(v, dtypes.dtype):
+        raise SemanticError(f"{what} must be a tile dtype such as tile.float32, got {_describe(v)}")
+    return v
+
+
+def _tile(v, what: str) -> Tile:
+    if isinstance(v, Tile):
+        return v
+    if isinstance(v, (bool, int, float)):
+        return constant(v, semantics.python_dtype(v, None))
+    raise SemanticError(f"{what} must be a tile or a number, got {_describe(v)}")
+
+
+def _describe(v) -> str:
+    if isinstance(v, Tile):
+        return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
+    if isinstance(v, TensorArg):
+        return f"tensor argument '{v.name}'"
+    return repr(v)
+
+
+def _axis(v) -> int:
+    return _const_int(v, "axis")
+
+
+@emitter("program_id")
+def _program_id(axis):
+    return Tile(tile_ops.program_id(_axis(axis)))
+
+
+@emitter("num_programs")
+def _num_programs(axis):
+    return Tile(tile_ops.num_programs(_axis(axis)))
+
+
+@emitter("arange")
+def _arange(start, end):
+    start, end = _const_int(start, "arange start"), _const_int(end, "arange end")
+    n = end - start
+    if n <= 0 or n & (n - 1):
+        raise SemanticError(f"arange length must be a power of two, got {n} (end={end} - start={start})")
+    return Tile(tile_ops.arange(start, end))
+
+
+@emitter("zeros")
+def _zeros(shape, dtype):
+    return constant(0, _dtype(dtype), _shape(shape, "shape"))
+
+
+@emitter("full")
+def _full(shape, value, dtype):
+    if isinstance(value, Tile):
+        return semantics.broadcast_to(semantics.cast(value, _dtype(dtype)), _shape(shape, "shape"))
+    return constant(value, _dtype(dtype), _shape(shape, "shape"))
+
+
+def _pointer(p, what: str) -> Pointer:
+    if isinstance(p, TensorArg):
+        return Pointer(p, 0)
+    if isinstance(p, Pointer):
+        return p
+    raise SemanticError(f"{what} must be a tensor argument plus offsets (like `x + offs`), got {_describe(p)}")
+
+
+def _access(p: Pointer, mask, shape_of=None):
+    offsets = p.offsets if isinstance(p.offsets, Tile) else constant(p.offsets, int32)
+    shape = offsets.shape
+    if shape_of is not None and shape_of.shape:
+        shape = semantics.broadcast_shapes(shape, shape_of.shape)
+    offsets = semantics.broadcast_to(offsets, shape) if shape else offsets
+    mask = constant(True, int1) if mask is None else _tile(mask, "mask")
+    if mask.dtype != int1:
+        mask = semantics.compare("!=", mask, 0)
+    if mask.shape and mask.shape != shape:
+        if not shape:
+            raise SemanticError(f"mask of shape {mask.shape} given for a scalar access")
+        semantics.broadcast_shapes(mask.shape, shape)
+    mask = semantics.broadcast_to(mask, shape) if shape else mask
+    return offsets, mask, shape
+
+
+@emitter("load")
+def _load(pointer, mask=None, other=None):
+    p = _pointer(pointer, "load's pointer")
+    offsets, mask, shape = _access(p, mask)
+    dt = p.base.dtype
+    other = constant(0, dt) if other is None else semantics.cast(_tile(other, "other"), dt)
+    other = semantics.broadcast_to(other, shape) if shape else other
+    return Tile(tile_ops.load(p.base.value, offsets.value, mask.value, other.value))
+
+
+@emitter("store")
+def _store(pointer, value, mask=None):
+    p = _pointer(pointer, "store's pointer")
+    value = semantics.cast(_tile(value, "value"), p.base.dtype)
+    offsets, mask, shape = _access(p, mask, value)
+    value = semantics.broadcast_to(value, shape) if shape else value
+    tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
+
+
+def _indices(tensor: TensorArg, index) -> list[ir.Value]:
+    if not isinstance(index, (tuple, list)):
+        index = (index,)
+    if len(index) != tensor.rank:
+        raise SemanticError(f"tensor argument '{tensor.name}' has rank {tensor.rank} but the tile index has {len(index)} entries")
+    return [semantics.cast(_tile(i, "tile index"), int32).value for i in index]
+
+
+@emitter("load_tile")
+def _load_tile(tensor, index, shape, padding=0):
+    if not isinstance(tensor, TensorArg):
+        raise SemanticError(f"load_tile needs a tensor argument, got {_describe(tensor)}")
+    shape = _shape(shape, "tile shape")
+    ty = tensor.dtype.to_mlir()
+    pad = ir.FloatAttr.get(ty, float(padding)) if tensor.dtype.is_float else ir.IntegerAttr.get(ty, int(padding))
+    return Tile(tile_ops.load_tile(tensor.value, _indices(tensor, index), shape, pad))
+
+
+@emitter("store_tile")
+def _store_tile(tensor, index, value):
+    if not isinstance(tensor, TensorArg):
+        raise SemanticError(f"store_tile needs a tensor argument, got {_describe(tensor)}")
+    value = semantics.cast(_tile(value, "value"), tensor.dtype)
+    if len(value.shape) != tensor.rank:
+        raise SemanticError(f"a rank-{len(value.shape)} tile cannot be stored into rank-{tensor.rank} tensor '{tensor.name}'")
+    tile_ops.store_tile(tensor.value, value.value, _indices(tensor, index))
+
+
+@emitter("where")
+def _where(condition, x, y):
+    return semantics.where(condition, x, y)
+
+
+for _name in ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid"):
+    EMITTERS[_name] = lambda x, _n=_name: semantics.unary_math(_n, x)
+
+
+@emitter("abs")
+def _abs(x):
+    return semantics.absolute(_tile(x, "abs's operand"))
+
+
+@emitter("maximum")
+def _maximum(x, y):
+    return semantics.extremum("max", x, y)
+
+
+@emitter("minimum")
+def _minimum(x, y):
+    return semantics.extremum("min", x, y)
+
+
+def _reduce(kind):
+    def emit(x, axis=0):
+        x = _tile(x, f"{kind}'s operand")
+        if x.is_scalar:
+            raise SemanticError(f"{kind} needs a tile, got a scalar")
+        axis = _axis(axis)
+        if axis < 0:
+            axis += len(x.shape)
+        if not 0 <= axis < len(x.shape):
+            raise SemanticError(f"axis {axis} is out of range for a tile of shape {x.shape}")
+        return Tile(tile_ops.reduce(x.value, axis, kind))
+
+    return emit
+
+
+EMITTERS["sum"], EMITTERS["max"], EMITTERS["min"] = _reduce("sum"), _reduce("max"), _reduce("min")
+
+
+@emitter("reshape")
+def _reshape(x, shape):
+    x, shape = _tile(x, "reshape's operand"), _shape(shape, "shape")
+    count = 1
+    for d in shape:
+        count *= d
+    if count != (1 if x.is_scalar else ir.RankedTensorType(x.type).get_num_elements() if False else _count(x.shape)):
+        raise SemanticError(f"cannot reshape a tile of shape {x.shape} to {shape}")
+    if x.is_scalar:
+        return Tile(tile_ops.splat(x.value, shape))
+    return Tile(tile_ops.reshape(x.value, shape))
+
+
+def _count(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@emitter("broadcast_to")
+def _broadcast_to(x, shape):
+    return semantics.broadcast_to(_tile(x, "broadcast_to's operand"), _shape(shape, "shape"))
+
+
+@emitter("cast")
+def _cast(x, dtype):
+    return semantics.cast(_tile(x, "cast's operand"), _dtype(dtype))
+
+
+@emitter("dot")
+def _dot(a, b, acc=None):
+    a, b = _tile(a, "dot's a"), _tile(b, "dot's b")
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        raise SemanticError(f"dot needs (M, K) and (K, N) tiles, got {a.shape} and {b.shape}")
+    if a.dtype != b.dtype:
+        raise SemanticError(f"dot operands must have one dtype, got {a.dtype!r} and {b.dtype!r}")
+    shape = [a.shape[0], b.shape[1]]
+    acc = constant(0, float32, shape) if acc is None else _tile(acc, "dot's acc")
+    if acc.shape != shape:
+        raise SemanticError(f"dot accumulator must have shape {shape}, got {acc.shape}")
+    return Tile(tile_ops.dot(a.value, b.value, acc.value))
+
+
+@emitter("cdiv")
+def _cdiv(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return semantics.binary("//", semantics.binary("-", semantics.binary("+", a, b), 1), b)
+
+
+def tensor_method(arg: TensorArg, name: str):
+    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars."""
+
+    def emit(dim):
+        dim = _const_int(dim, f"{name}'s dim")
+        if not 0 <= dim < arg.rank:
+            raise SemanticError(f"tensor argument '{arg.name}' has rank {arg.rank}; dim {dim} is out of range")
+        meta = memref.ExtractStridedMetadataOp(arg.value)
+        sizes_strides = list(meta.results)[2:]
+        v = sizes_strides[dim] if name == "size" else sizes_strides[arg.rank + dim]
+        return Tile(arith.index_cast(ir.IntegerType.get_signless(32), v))
+
+    if name not in ("stride", "size"):
+        raise SemanticError(f"tensor argument '{arg.name}' has no attribute '{name}' (only .stride(d) and .size(d))")
+    return emit
+
+
+def tile_method(t: Tile, name: str):
+    if name == "to":
+        return lambda dtype: semantics.cast(t, _dtype(dtype))
+    if name == "shape":
+        return tuple(t.shape)
+    if name == "dtype":
+        return t.dtype
+    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .shape and .dtype)")

@@ -1,0 +1,52 @@
+"""The element types a tile can hold, and their MLIR and torch spellings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class dtype:
+    name: str
+    mlir: str  # MLIR type spelling
+    bits: int
+    is_float: bool
+
+    def __repr__(self) -> str:
+        return f"tile.{self.name}"
+
+    def to_mlir(self):
+        from mlir import ir
+
+        return ir.Type.parse(self.mlir)
+
+
+float32 = dtype("float32", "f32", 32, True)
+float16 = dtype("float16", "f16", 16, True)
+bfloat16 = dtype("bfloat16", "bf16", 16, True)
+float64 = dtype("float64", "f64", 64, True)
+int32 = dtype("int32", "i32", 32, False)
+int64 = dtype("int64", "i64", 64, False)
+int8 = dtype("int8", "i8", 8, False)
+int1 = dtype("int1", "i1", 1, False)
+
+ALL = (float32, float16, bfloat16, float64, int32, int64, int8, int1)
+BY_MLIR = {d.mlir: d for d in ALL}
+
+
+def from_mlir(ty) -> dtype:
+    return BY_MLIR[str(ty)]
+
+
+def from_torch(t) -> dtype | None:
+    """The tile dtype of a torch dtype, or None if tiles can't hold it."""
+    return {
+        "torch.float32": float32,
+        "torch.float16": float16,
+        "torch.bfloat16": bfloat16,
+        "torch.float64": float64,
+        "torch.int32": int32,
+        "torch.int64": int64,
+        "torch.int8": int8,
+        "torch.bool": int1,
+    }.get(str(t))

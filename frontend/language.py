@@ -1,0 +1,180 @@
+"""The kernel language: the names a `@tile.kernel` body may call.
+
+These are stubs on the host: calling one outside a kernel raises. Inside a
+kernel the frontend resolves a call to one of these objects (however it was
+imported) and emits its IR; `frontend/builtins.py` holds the emitters, keyed
+by these functions.
+"""
+
+from __future__ import annotations
+
+from .dtypes import bfloat16, float16, float32, float64, int1, int8, int32, int64  # noqa: F401
+from .errors import TileError
+
+
+class constexpr:
+    """Annotation for a compile-time parameter: `BLOCK: tile.constexpr`.
+
+    Its value is part of the kernel's specialization key; code under it is
+    folded at compile time (`if BLOCK > 64:` picks a branch, not a run-time test).
+    """
+
+
+def _builtin(fn):
+    def stub(*args, **kwargs):
+        raise TileError(f"tile.{fn.__name__} can only be called inside a @tile.kernel or @tile.func")
+
+    stub.__name__, stub.__doc__, stub.__qualname__ = fn.__name__, fn.__doc__, fn.__name__
+    stub.tile_builtin = fn.__name__
+    return stub
+
+
+@_builtin
+def program_id(axis):
+    """Index of this program along grid axis 0, 1 or 2 (an i32 scalar)."""
+
+
+@_builtin
+def num_programs(axis):
+    """Number of programs along grid axis 0, 1 or 2."""
+
+
+@_builtin
+def arange(start, end):
+    """The 1-D tile start, ..., end - 1 (i32); end - start is a power of two."""
+
+
+@_builtin
+def zeros(shape, dtype):
+    """A tile of zeros."""
+
+
+@_builtin
+def full(shape, value, dtype):
+    """A tile filled with `value`."""
+
+
+@_builtin
+def load(pointer, mask=None, other=None):
+    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere."""
+
+
+@_builtin
+def store(pointer, value, mask=None):
+    """Triton form: write `value` to `tensor + offsets` where `mask` holds."""
+
+
+@_builtin
+def load_tile(tensor, index, shape, padding=0):
+    """Structured form: tile number `index` (one per dim) of shape `shape`; out of bounds reads `padding`."""
+
+
+@_builtin
+def store_tile(tensor, index, value):
+    """Structured form: write `value` as tile number `index`; out of bounds is skipped."""
+
+
+@_builtin
+def where(condition, x, y):
+    """Elementwise `x if condition else y`, broadcasting."""
+
+
+@_builtin
+def exp(x):
+    """e**x."""
+
+
+@_builtin
+def exp2(x):
+    """2**x."""
+
+
+@_builtin
+def log(x):
+    """Natural logarithm."""
+
+
+@_builtin
+def sqrt(x):
+    """Square root."""
+
+
+@_builtin
+def rsqrt(x):
+    """1 / sqrt(x)."""
+
+
+@_builtin
+def abs(x):
+    """Absolute value."""
+
+
+@_builtin
+def sigmoid(x):
+    """1 / (1 + exp(-x))."""
+
+
+@_builtin
+def tanh(x):
+    """Hyperbolic tangent."""
+
+
+@_builtin
+def maximum(x, y):
+    """Elementwise maximum (NaN-propagating, like torch)."""
+
+
+@_builtin
+def minimum(x, y):
+    """Elementwise minimum (NaN-propagating, like torch)."""
+
+
+@_builtin
+def sum(x, axis=0):
+    """Sum along `axis`; a 1-D tile gives a scalar."""
+
+
+@_builtin
+def max(x, axis=0):
+    """Maximum along `axis`."""
+
+
+@_builtin
+def min(x, axis=0):
+    """Minimum along `axis`."""
+
+
+@_builtin
+def reshape(x, shape):
+    """The same elements with another static shape."""
+
+
+@_builtin
+def broadcast_to(x, shape):
+    """Broadcast a tile to `shape`."""
+
+
+@_builtin
+def cast(x, dtype):
+    """Convert to `dtype` (also written `x.to(dtype)`)."""
+
+
+@_builtin
+def dot(a, b, acc=None):
+    """(M, K) @ (K, N) + acc, accumulated in f32 for 16-bit inputs."""
+
+
+def cdiv(a, b):
+    """Ceiling division of integers: (a + b - 1) // b; works on the host too."""
+    return -(-a // b)
+
+
+cdiv.tile_builtin = "cdiv"
+
+
+@_builtin
+def static_range(*args):
+    """Like `range`, but unrolled at compile time; bounds must be constexpr."""
+
+
+BUILTINS = {name: obj for name, obj in list(globals().items()) if getattr(obj, "tile_builtin", None)}

@@ -1,0 +1,200 @@
+"""Typing rules of the language: constants, promotion, broadcasting, casts and
+the elementwise operators, emitted as upstream `arith`/`math` ops on scalars or
+tensors at the ambient insertion point and location.
+
+The rules follow Triton's: Python ints are i32 and floats f32 unless the other
+operand fixes the type; mixing f16 and bf16 gives f32; `/` on ints gives f32.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, math
+
+from ..dialects import tile_ops
+from . import dtypes
+from .dtypes import float32, int1, int32
+from .errors import TileError
+from .values import Tile
+
+
+class SemanticError(TileError):
+    """A typing error; the emitter attaches the source position."""
+
+
+def constant(value, dt: dtypes.dtype, shape: list[int] | None = None) -> Tile:
+    ty = dt.to_mlir()
+    if dt.is_float:
+        attr = ir.FloatAttr.get(ty, float(value))
+    else:
+        attr = ir.IntegerAttr.get(ty, int(value))
+    scalar = arith.ConstantOp(ty, attr).result
+    return Tile(tile_ops.splat(scalar, shape) if shape else scalar)
+
+
+def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
+    """The dtype a Python constant takes next to a run-time operand of dtype `other`."""
+    if isinstance(value, bool):
+        return int1
+    if isinstance(value, int):
+        return other if other is not None and other != int1 else int32
+    if isinstance(value, float):
+        return other if other is not None and other.is_float else float32
+    raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
+
+
+def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
+    if a == b:
+        return a
+    if a.is_float and b.is_float:
+        if a.bits == b.bits:  # f16 with bf16
+            return float32
+        return a if a.bits > b.bits else b
+    if a.is_float or b.is_float:
+        return a if a.is_float else b
+    return a if a.bits > b.bits else b
+
+
+def cast(x: Tile, dt: dtypes.dtype) -> Tile:
+    src = x.dtype
+    if src == dt:
+        return x
+    ty = dt.to_mlir()
+    if x.shape:
+        ty = ir.RankedTensorType.get(x.shape, ty)
+    v = x.value
+    if src.is_float and dt.is_float:
+        op = arith.extf if dt.bits > src.bits else arith.truncf
+        if dt.bits == src.bits:  # f16 <-> bf16 goes through f32
+            return cast(cast(x, float32), dt)
+        return Tile(op(ty, v))
+    if src.is_float:
+        return Tile(arith.fptosi(ty, v) if dt != int1 else compare("!=", x, 0.0).value)
+    if dt.is_float:
+        return Tile(arith.uitofp(ty, v) if src == int1 else arith.sitofp(ty, v))
+    if dt.bits > src.bits:
+        return Tile(arith.extui(ty, v) if src == int1 else arith.extsi(ty, v))
+    return Tile(arith.trunci(ty, v))
+
+
+def broadcast_shapes(a: list[int], b: list[int]) -> list[int]:
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[len(a) - 1 - i] if i < len(a) else 1
+        y = b[len(b) - 1 - i] if i < len(b) else 1
+        if x != y and 1 not in (x, y):
+            raise SemanticError(f"incompatible tile shapes {a} and {b}")
+        out.append(max(x, y))
+    return out[::-1]
+
+
+def broadcast_to(x: Tile, shape: list[int]) -> Tile:
+    if x.shape == shape:
+        return x
+    if x.is_scalar:
+        return Tile(tile_ops.splat(x.value, shape))
+    if len(x.shape) > len(shape):
+        raise SemanticError(f"cannot broadcast a tile of shape {x.shape} to {shape}")
+    padded = [1] * (len(shape) - len(x.shape)) + x.shape
+    broadcast_shapes(padded, shape)
+    v = x.value if padded == x.shape else tile_ops.reshape(x.value, padded)
+    return Tile(tile_ops.broadcast(v, shape) if padded != shape else v)
+
+
+def operands(a, b) -> tuple[Tile, Tile]:
+    """Turn two operands (Tiles or Python constants) into Tiles of one dtype and shape."""
+    if not isinstance(a, Tile) and not isinstance(b, Tile):
+        raise SemanticError("at least one operand must be a run-time value")
+    if not isinstance(a, Tile):
+        a = constant(a, python_dtype(a, b.dtype))
+    if not isinstance(b, Tile):
+        b = constant(b, python_dtype(b, a.dtype))
+    dt = promote_dtypes(a.dtype, b.dtype)
+    a, b = cast(a, dt), cast(b, dt)
+    shape = broadcast_shapes(a.shape, b.shape) if (a.shape or b.shape) else []
+    if shape:
+        a, b = broadcast_to(a, shape), broadcast_to(b, shape)
+    return a, b
+
+
+_FLOAT_OPS = {"+": arith.addf, "-": arith.subf, "*": arith.mulf, "/": arith.divf, "%": arith.remf}
+_INT_OPS = {
+    "+": arith.addi, "-": arith.subi, "*": arith.muli, "//": arith.divsi, "%": arith.remsi,
+    "&": arith.andi, "|": arith.ori, "^": arith.xori, "<<": arith.shli, ">>": arith.shrsi,
+}
+
+
+def binary(op: str, a, b) -> Tile:
+    a, b = operands(a, b)
+    if op == "/" and not a.dtype.is_float:
+        a, b = cast(a, float32), cast(b, float32)
+    if op == "//" and a.dtype.is_float:
+        return Tile(math.floor(binary("/", a, b).value))
+    table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
+    if op not in table:
+        raise SemanticError(f"operator {op} is not defined for {a.dtype}")
+    return Tile(table[op](a.value, b.value))
+
+
+_FCMP = {"<": arith.CmpFPredicate.OLT, "<=": arith.CmpFPredicate.OLE, ">": arith.CmpFPredicate.OGT,
+         ">=": arith.CmpFPredicate.OGE, "==": arith.CmpFPredicate.OEQ, "!=": arith.CmpFPredicate.UNE}
+_ICMP = {"<": arith.CmpIPredicate.slt, "<=": arith.CmpIPredicate.sle, ">": arith.CmpIPredicate.sgt,
+         ">=": arith.CmpIPredicate.sge, "==": arith.CmpIPredicate.eq, "!=": arith.CmpIPredicate.ne}
+
+
+def compare(op: str, a, b) -> Tile:
+    a, b = operands(a, b)
+    if a.dtype.is_float:
+        return Tile(arith.cmpf(_FCMP[op], a.value, b.value))
+    return Tile(arith.cmpi(_ICMP[op], a.value, b.value))
+
+
+def negate(x: Tile) -> Tile:
+    return binary("-", 0, x)
+
+
+def logical_not(x: Tile) -> Tile:
+    if x.dtype != int1:
+        x = compare("!=", x, 0)
+    return binary("^", x, True)
+
+
+def where(cond, x, y) -> Tile:
+    x, y = operands(x, y)
+    if not isinstance(cond, Tile):
+        cond = constant(bool(cond), int1)
+    if cond.dtype != int1:
+        cond = compare("!=", cond, 0)
+    shape = broadcast_shapes(cond.shape, x.shape) if (cond.shape or x.shape) else []
+    if shape:
+        cond, x, y = broadcast_to(cond, shape), broadcast_to(x, shape), broadcast_to(y, shape)
+    return Tile(arith.select(cond.value, x.value, y.value))
+
+
+_MATH = {"exp": math.exp, "exp2": math.exp2, "log": math.log, "sqrt": math.sqrt, "rsqrt": math.rsqrt, "tanh": math.tanh}
+
+
+def unary_math(name: str, x) -> Tile:
+    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do."""
+    if not isinstance(x, Tile):
+        x = constant(x, float32)
+    dt = x.dtype
+    if not dt.is_float:
+        x = cast(x, float32)
+    wide = cast(x, float32) if dt.bits < 32 and dt.is_float else x
+    if name == "sigmoid":
+        out = binary("/", 1.0, binary("+", 1.0, unary_math("exp", negate(wide))))
+    else:
+        out = Tile(_MATH[name](wide.value))
+    return cast(out, dt) if dt.is_float else out
+
+
+def absolute(x: Tile) -> Tile:
+    return Tile(math.absf(x.value) if x.dtype.is_float else math.absi(x.value))
+
+
+def extremum(kind: str, a, b) -> Tile:
+    a, b = operands(a, b)
+    if a.dtype.is_float:
+        return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
+    return Tile((arith.maxsi if kind == "max" else arith.minsi)(a.value, b.value))

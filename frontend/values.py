@@ -1,0 +1,66 @@
+"""What a name holds while a kernel is being emitted.
+
+Run-time values are `Tile`s (an SSA value: a scalar or a ranked tensor);
+tensor arguments are `TensorArg`s (a strided memref); `tensor + offsets` is a
+`Pointer`. Anything else (ints, floats, dtypes, tuples, functions) is a
+compile-time Python value and is folded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from . import dtypes
+
+
+@dataclass
+class Tile:
+    value: ir.Value
+
+    @property
+    def type(self) -> ir.Type:
+        return self.value.type
+
+    @property
+    def shape(self) -> list[int]:
+        t = self.value.type
+        return list(t.shape) if isinstance(t, ir.RankedTensorType) else []
+
+    @property
+    def is_scalar(self) -> bool:
+        return not isinstance(self.value.type, ir.RankedTensorType)
+
+    @property
+    def elem(self) -> ir.Type:
+        t = self.value.type
+        return t.element_type if isinstance(t, ir.RankedTensorType) else t
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes.from_mlir(self.elem)
+
+
+@dataclass
+class TensorArg:
+    """A kernel argument that is a torch tensor: a strided memref of its rank."""
+
+    value: ir.Value
+    name: str
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes.from_mlir(ir.MemRefType(self.value.type).element_type)
+
+    @property
+    def rank(self) -> int:
+        return ir.MemRefType(self.value.type).rank
+
+
+@dataclass
+class Pointer:
+    """`tensor + offsets`: element offsets (a scalar or tile of ints) from the tensor's first element."""
+
+    base: TensorArg
+    offsets: Tile | int

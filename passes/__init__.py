@@ -1,0 +1,1 @@
+"""Passes over the tile dialect, registered by name with `@register_pass`."""

@@ -1,0 +1,117 @@
+"""Registers Python passes by kebab-case name, and builds pass managers from
+textual pipelines that mix them with upstream passes.
+
+MLIR's textual pipeline parser only knows passes registered in C++, so a
+pipeline string is split into its top-level elements here: a registered tile
+pass is added as a Python callable, anything else goes to MLIR as text.
+
+    @register_pass("tile-fuse")
+    @dataclass
+    class TileFuse:
+        max_ops: int = 64           # typed options: tile-fuse{max-ops=32}
+        def run(self, module): ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from ..frontend.errors import TileError
+
+PASSES: dict[str, type] = {}
+_PASS_PACKAGES = ("tile.passes", "tile.codegen")
+
+
+def register_pass(name: str):
+    def wrap(cls):
+        cls.pass_name = name
+        PASSES[name] = cls
+        return cls
+
+    return wrap
+
+
+def load_all() -> dict[str, type]:
+    """Import every module of the pass packages, so that their decorators run."""
+    for package in _PASS_PACKAGES:
+        pkg = importlib.import_module(package)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"{package}.{info.name}")
+    return PASSES
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def parse_options(cls, text: str):
+    """`a=1 b-c=x` -> an instance of the pass's dataclass, with typed fields."""
+    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+    kwargs = {}
+    for item in text.split():
+        key, _, value = item.partition("=")
+        field = fields.get(key.replace("-", "_"))
+        if field is None:
+            raise TileError(f"pass '{cls.pass_name}' has no option '{key}'")
+        ftype = field.type if isinstance(field.type, type) else {"int": int, "bool": bool, "str": str, "float": float}[field.type]
+        kwargs[field.name] = value.lower() in ("1", "true") if ftype is bool else ftype(value)
+    return cls(**kwargs)
+
+
+def instantiate(element: str):
+    """A registered pass instance for `name{options}`, or None if it is not a tile pass."""
+    name, _, rest = element.partition("{")
+    cls = load_all().get(name.strip())
+    if cls is None:
+        return None
+    return parse_options(cls, rest.rstrip("}"))
+
+
+def _callable(instance):
+    def run(op, pass_):
+        try:
+            instance.run(op)
+        except TileError as e:
+            loc = getattr(e, "location", None) or op.location
+            loc.emit_error(str(e))
+            pass_.signal_pass_failure()
+
+    return run
+
+
+def pipeline_elements(pipeline: str) -> list[str]:
+    """`builtin.module(a, b{x=1})` or `a,b` -> ["a", "b{x=1}"]."""
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    return split_top_level(text)
+
+
+def pass_manager(pipeline: str | list[str], ctx: ir.Context | None = None) -> PassManager:
+    elements = pipeline if isinstance(pipeline, list) else pipeline_elements(pipeline)
+    pm = PassManager("builtin.module", context=ctx)
+    for element in elements:
+        instance = instantiate(element)
+        if instance is None:
+            pm.add(element)
+        else:
+            pm.add(_callable(instance), name=instance.pass_name, argument=instance.pass_name)
+    return pm

@@ -1,0 +1,102 @@
+"""`tile-fuse`: group elementwise ops and reductions into fusion groups.
+
+Our own pass, at the tile level (upstream `linalg-fuse-elementwise-ops` works
+later, on linalg, and fuses only single-use producers). A maximal run of
+fusible ops in one block (arith/math on tiles or scalars, splat, broadcast,
+reshape, reduce) becomes one group. A group lowers to one loop nest per
+reduction level whose intermediates never reach memory: loads feed it, its
+yielded values feed the stores.
+
+A group is an `scf.execute_region no_inline {tile.fusion_group}`: upstream's
+region op already carries results of mixed types (an IRDL variadic cannot),
+and `no_inline` keeps canonicalization from dissolving it before
+`convert-tile-to-linalg` lowers it.
+
+    # before
+    %s = arith.addf %x, %r : tensor<64xf32>
+    %m = arith.maximumf %s, %zero : tensor<64xf32>
+    %t = "tile.reduce"(%m) {axis = 0 : i32, kind = "sum"} : (tensor<64xf32>) -> f32
+    # after
+    %t = scf.execute_region -> f32 no_inline {
+      %s = arith.addf %x, %r : tensor<64xf32>
+      ...
+      scf.yield %t : f32
+    } {tile.fusion_group}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from mlir.dialects import scf
+from .registry import register_pass
+
+GROUP_ATTR = "tile.fusion_group"
+FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.reduce", "tile.convert_layout"}
+
+
+def fusible(op) -> bool:
+    name = op.operation.name
+    return name in FUSIBLE_TILE_OPS or (name.split(".")[0] in ("arith", "math") and not op.regions)
+
+
+def _is_tile(v) -> bool:
+    return isinstance(v.type, ir.RankedTensorType)
+
+
+def groups_in(block) -> list[list]:
+    runs, cur = [], []
+    for op in block.operations:
+        if fusible(op):
+            cur.append(op)
+            continue
+        runs.append(cur)
+        cur = []
+    runs.append(cur)
+    # A group is worth forming when it holds at least two ops and works on tiles.
+    return [r for r in runs if len(r) >= 2 and any(_is_tile(v) for op in r for v in op.results)]
+
+
+def fuse(group: list) -> None:
+    members = {op.operation for op in group}
+    escaping = []
+    for op in group:
+        for v in op.results:
+            if any(use.owner not in members for use in v.uses):
+                escaping.append(v)
+    with ir.InsertionPoint(group[-1]), group[0].location:
+        fused = scf.ExecuteRegionOp([v.type for v in escaping], no_inline=True)
+    fused.attributes[GROUP_ATTR] = ir.UnitAttr.get()
+    fused.move_after(group[-1])
+    block = fused.regions[0].blocks.append()
+    with ir.InsertionPoint(block), group[-1].location:
+        term = scf.YieldOp(escaping)
+    for op in group:
+        op.move_before(term)
+    for v, r in zip(escaping, fused.results):
+        for use in list(v.uses):
+            if use.owner != term and use.owner not in members:
+                use.owner.operands[use.operand_number] = r
+
+
+def blocks_of(module_op) -> list:
+    blocks = []
+
+    def visit(op):
+        for region in op.regions:
+            blocks.extend(region.blocks)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return blocks
+
+
+@register_pass("tile-fuse")
+@dataclass
+class TileFuse:
+    def run(self, module_op):
+        for block in blocks_of(module_op):
+            for group in groups_in(block):
+                fuse(group)

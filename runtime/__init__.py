@@ -1,0 +1,1 @@
+"""Runtime: specialization, disk cache, launchers (CPU and CUDA). Imports no compiler code."""

@@ -1,0 +1,152 @@
+"""The content-addressed disk cache of compiled kernels.
+
+The key hashes everything the output depends on: the compiler's own sources,
+the kernel's source and the sources of the `@tile.func` helpers it can reach,
+the specialization, the options, the target and the pinned toolchain. An
+entry is a folder holding `metadata.json`, the final artifact
+(`kernel.cubin`, or `kernel.mlir` for the CPU) and every stage's text.
+
+`TILE_CACHE_DIR` moves the cache (default `~/.cache/tile`); `TILE_DUMP_IR=DIR`
+also writes every pass and stage into DIR, on a hit too (a hit whose entry was
+built without per-pass dumps is rebuilt once to get them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from .toolchain import TOOLCHAIN
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_COMPILER_DIRS = ("frontend", "dialects", "passes", "codegen")
+_compiler_digest = None
+
+
+def cache_dir() -> str:
+    return os.environ.get("TILE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tile")
+
+
+def compiler_digest() -> str:
+    global _compiler_digest
+    if _compiler_digest is None:
+        h = hashlib.sha256()
+        for d in _COMPILER_DIRS:
+            folder = os.path.join(_ROOT, d)
+            for name in sorted(os.listdir(folder)):
+                if name.endswith((".py", ".lark")):
+                    h.update(name.encode())
+                    with open(os.path.join(folder, name), "rb") as f:
+                        h.update(f.read())
+        _compiler_digest = h.hexdigest()
+    return _compiler_digest
+
+
+def _helpers_reachable(fn) -> list:
+    """@tile.func helpers named in fn's source, transitively, in a stable order."""
+    seen, todo, out = set(), [fn], []
+    while todo:
+        f = todo.pop()
+        src = inspect.getsource(f)
+        for name in sorted(set(re.findall(r"[A-Za-z_]\w*", src))):
+            h = f.__globals__.get(name)
+            if getattr(h, "tile_helper", None) is not None and id(h) not in seen:
+                seen.add(id(h))
+                out.append(h)
+                todo.append(h.fn)
+    return out
+
+
+def key_for(kernel, signature, target: str, options: dict) -> str:
+    h = hashlib.sha256()
+    parts = [
+        compiler_digest(), TOOLCHAIN, inspect.getsource(kernel.fn),
+        *[inspect.getsource(x.fn) for x in _helpers_reachable(kernel.fn)],
+        repr([(n, k, repr(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
+    ]
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _artifact_name(target: str) -> str:
+    return "kernel.mlir" if target == "cpu" else "kernel.cubin"
+
+
+def _read_entry(path: str, target: str):
+    meta_path = os.path.join(path, "metadata.json")
+    art_path = os.path.join(path, _artifact_name(target))
+    if not (os.path.exists(meta_path) and os.path.exists(art_path)):
+        return None
+    with open(meta_path) as f:
+        meta = json.load(f)
+    with open(art_path, "rb") as f:
+        artifact = f.read()
+    return meta, artifact
+
+
+def _write_entry(path: str, compiled, artifact: bytes):
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent)
+    with open(os.path.join(tmp, _artifact_name(compiled.target)), "wb") as f:
+        f.write(artifact)
+    for fname, content in compiled.dumps:
+        with open(os.path.join(tmp, fname), "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
+    with open(os.path.join(tmp, "metadata.json"), "w") as f:
+        json.dump(compiled.metadata, f, indent=1)
+    try:
+        os.replace(tmp, path) if not os.path.exists(path) else shutil.rmtree(tmp)
+    except OSError:  # another process won the race; its entry is as good
+        shutil.rmtree(tmp, ignore_errors=True)
+    if os.path.exists(path) and compiled.dumps and not _has_dumps(path):
+        for fname, content in compiled.dumps:
+            with open(os.path.join(path, fname), "wb" if isinstance(content, bytes) else "w") as f:
+                f.write(content)
+
+
+def _has_dumps(path: str) -> bool:
+    return any(re.match(r"\d\d-", n) for n in os.listdir(path))
+
+
+def _copy_dumps(path: str, kernel_name: str, key: str):
+    dump = os.environ.get("TILE_DUMP_IR")
+    if not dump:
+        return
+    dest = os.path.join(dump, f"{kernel_name}-{key[:8]}")
+    os.makedirs(dest, exist_ok=True)
+    for n in sorted(os.listdir(path)):
+        if re.match(r"\d\d-", n):
+            shutil.copyfile(os.path.join(path, n), os.path.join(dest, n))
+
+
+def load_or_build(kernel, signature, target: str, options: dict):
+    key = key_for(kernel, signature, target, options)
+    path = os.path.join(cache_dir(), key)
+    want_dumps = bool(os.environ.get("TILE_DUMP_IR"))
+    entry = _read_entry(path, target)
+    if entry is not None and want_dumps and not _has_dumps(path):
+        entry = None
+    if entry is None:
+        from ..codegen.build import build  # the compiler is imported only on a miss
+
+        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+        _write_entry(path, compiled, artifact)
+        entry = (compiled.metadata, artifact)
+    _copy_dumps(path, kernel.name, key)
+    meta, artifact = entry
+    meta["cache_path"] = path
+    if target == "cpu":
+        from .cpu_launcher import CpuLauncher
+
+        return CpuLauncher(meta, artifact.decode())
+    from .cuda_launcher import CudaLauncher
+
+    return CudaLauncher(meta, artifact)

@@ -1,0 +1,170 @@
+"""A small ctypes shim over the CUDA driver API (libcuda.so.1): context setup,
+device queries, loading compiled cubin/PTX images and launching their kernels.
+It is the only file in `tile` that talks to libcuda; everything else goes
+through the functions and classes here. The library is opened lazily on first
+use, so importing this module works on hosts without a GPU or driver.
+"""
+import ctypes
+from ctypes import POINTER, c_char_p, c_int, c_uint, c_void_p
+
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+# Every entry point we call, with its C signature; all return CUresult (int).
+# None of these is remapped to a _v2 symbol by cuda.h (CUDA 13.0): the
+# cuCtxSynchronize_v2 it declares takes a context and is a different call.
+_SIGNATURES = {
+    "cuInit": (c_uint,),
+    "cuDeviceGet": (POINTER(c_int), c_int),
+    "cuDeviceGetCount": (POINTER(c_int),),
+    "cuDeviceGetAttribute": (POINTER(c_int), c_int, c_int),
+    "cuCtxGetCurrent": (POINTER(c_void_p),),
+    "cuCtxSetCurrent": (c_void_p,),
+    "cuDevicePrimaryCtxRetain": (POINTER(c_void_p), c_int),
+    "cuModuleLoadData": (POINTER(c_void_p), c_void_p),
+    "cuModuleGetFunction": (POINTER(c_void_p), c_void_p, c_char_p),
+    "cuModuleUnload": (c_void_p,),
+    "cuFuncSetAttribute": (c_void_p, c_int, c_int),
+    "cuLaunchKernel": (c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
+                       c_uint, c_void_p, POINTER(c_void_p), POINTER(c_void_p)),
+    "cuCtxSynchronize": (),
+    "cuGetErrorName": (c_int, POINTER(c_char_p)),
+    "cuGetErrorString": (c_int, POINTER(c_char_p)),
+}
+
+_lib = None  # the loaded CDLL; None until first use
+_initialized = False  # whether cuInit(0) has succeeded in this process
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed, or there is no driver to call."""
+
+
+def _load():
+    """Open libcuda once and set every prototype, so calls never build them again."""
+    global _lib
+    if _lib is None:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            for name, argtypes in _SIGNATURES.items():
+                fn = getattr(lib, name)
+                fn.argtypes, fn.restype = argtypes, c_int
+        except (OSError, AttributeError) as e:
+            raise CudaError(f"no CUDA driver (libcuda.so.1) on this host: {e}") from None
+        _lib = lib
+    return _lib
+
+
+def check(result: int, what: str) -> None:
+    """Raise CudaError naming `what` and the driver's error if `result` is not CUDA_SUCCESS."""
+    if result == 0:
+        return
+    lib = _load()
+    # ctypes passes out-params by address since argtypes says POINTER(...).
+    name, desc = c_char_p(), c_char_p()
+    lib.cuGetErrorName(result, name)
+    lib.cuGetErrorString(result, desc)
+    name_s = name.value.decode() if name.value else f"CUresult {result}"
+    desc_s = desc.value.decode() if desc.value else "unknown error"
+    raise CudaError(f"{what} failed: {name_s} ({desc_s})")
+
+
+def _init():
+    global _initialized
+    lib = _load()
+    if not _initialized:
+        check(lib.cuInit(0), "cuInit")
+        _initialized = True
+    return lib
+
+
+def available() -> bool:
+    """True if the driver loads, initializes and sees at least one device."""
+    try:
+        count = c_int()
+        check(_init().cuDeviceGetCount(count), "cuDeviceGetCount")
+        return count.value > 0
+    except Exception:
+        return False
+
+
+def _device(ordinal: int) -> int:
+    dev = c_int()
+    check(_init().cuDeviceGet(dev, ordinal), "cuDeviceGet")
+    return dev.value
+
+
+def ensure_context() -> int:
+    """Make a context current on this thread and return its handle: the one torch
+    already made current (so we share its allocations), else device 0's primary."""
+    lib = _init()
+    ctx = c_void_p()
+    check(lib.cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
+    if not ctx.value:
+        check(lib.cuDevicePrimaryCtxRetain(ctx, _device(0)), "cuDevicePrimaryCtxRetain")
+        check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx.value
+
+
+def _attribute(attr: int, device: int) -> int:
+    value = c_int()
+    check(_init().cuDeviceGetAttribute(value, attr, _device(device)), "cuDeviceGetAttribute")
+    return value.value
+
+
+def device_capability(device: int = 0) -> tuple[int, int]:
+    return (_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+            _attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
+
+
+def max_shared_memory_optin(device: int = 0) -> int:
+    return _attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device)
+
+
+def synchronize() -> None:
+    check(_load().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+class Module:
+    """A loaded cubin/fatbin/PTX image (cuModuleLoadData)."""
+
+    def __init__(self, image: bytes):
+        ensure_context()
+        # Kept alive with the module; the copy adds the NUL that PTX text needs.
+        self._image = ctypes.create_string_buffer(bytes(image))
+        handle = c_void_p()
+        check(_load().cuModuleLoadData(handle, self._image), "cuModuleLoadData")
+        self.handle = handle.value
+
+    def function(self, name: str) -> "Function":
+        handle = c_void_p()
+        check(_load().cuModuleGetFunction(handle, self.handle, name.encode()),
+              f"cuModuleGetFunction({name!r})")
+        return Function(handle.value, self)
+
+    def unload(self) -> None:
+        if self.handle is not None:
+            check(_load().cuModuleUnload(self.handle), "cuModuleUnload")
+            self.handle = None
+
+
+class Function:
+    """A kernel in a loaded Module (CUfunction)."""
+
+    def __init__(self, handle: int, module: "Module | None" = None):
+        self.handle = handle
+        self.module = module  # keeps the module (and its image) referenced
+
+    def set_dynamic_shared_memory(self, nbytes: int) -> None:
+        """Allow launches with more than the default 48 KiB of dynamic shared memory."""
+        check(_load().cuFuncSetAttribute(self.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         nbytes), "cuFuncSetAttribute")
+
+    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], params: list,
+               shared_mem: int = 0, stream: int = 0) -> None:
+        """`params`: ctypes scalars in kernel-signature order; the driver reads each by address."""
+        args = (c_void_p * len(params))(*[ctypes.addressof(p) for p in params])
+        check(_load().cuLaunchKernel(self.handle, *grid, *block, shared_mem, stream, args, None),
+              "cuLaunchKernel")

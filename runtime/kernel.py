@@ -1,0 +1,157 @@
+"""`@tile.kernel` and `@tile.func`: binding launch arguments, specializing,
+finding or building the compiled kernel, and launching it.
+
+    kernel[grid](*args, **meta)
+
+Tensors, Python scalars and `tile.constexpr` values are specialized per
+dtype/rank, per scalar type and per value respectively; each specialization
+is compiled once and kept in memory and in the disk cache. Compilation
+imports the compiler (MLIR, lark) only when the cache misses.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+from ..frontend import dtypes
+from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError
+from ..frontend.language import constexpr
+from . import cache
+
+DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
+
+
+def _is_constexpr(annotation) -> bool:
+    return annotation is constexpr or (isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr")
+
+
+def _is_tensor(v) -> bool:
+    return type(v).__module__.startswith("torch") and hasattr(v, "data_ptr")
+
+
+def func(fn):
+    """`@tile.func`: a helper inlined into the kernels that call it."""
+    from ..frontend.helper import Helper
+
+    return Helper(fn)
+
+
+def kernel(fn=None, **options):
+    """`@tile.kernel` or `@tile.kernel(num_warps=8)`."""
+    if fn is None:
+        return lambda f: Kernel(f, **options)
+    return Kernel(fn, **options)
+
+
+class Kernel:
+    def __init__(self, fn, **options):
+        unknown = set(options) - set(DEFAULT_OPTIONS)
+        if unknown:
+            raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
+        self.fn, self.name = fn, fn.__name__
+        self.options = {**DEFAULT_OPTIONS, **options}
+        self.params = list(inspect.signature(fn).parameters.values())
+        self.constexprs = {p.name for p in self.params if _is_constexpr(p.annotation)}
+        self._launchers: dict = {}
+        self._source_key = None
+
+    def __repr__(self):
+        return f"<tile.kernel {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        raise TileError(f"launch a kernel with a grid: {self.name}[grid](...)")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, args, kwargs)
+
+    # ---- binding and specialization ---------------------------------------------
+    def bind(self, args, kwargs) -> tuple[list, dict]:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in DEFAULT_OPTIONS}
+        names = [p.name for p in self.params]
+        if len(args) > len(names):
+            raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise LaunchError(f"{self.name}() got an unexpected argument '{k}'")
+            if k in values:
+                raise LaunchError(f"{self.name}() got argument '{k}' twice")
+            values[k] = v
+        missing = [n for n in names if n not in values]
+        if missing:
+            kind = "constexpr" if all(m in self.constexprs for m in missing) else "argument"
+            raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}")
+        return [values[n] for n in names], {**self.options, **options}
+
+    def signature(self, values) -> list[tuple]:
+        """(name, kind, detail) per parameter: the specialization, in compiler form."""
+        sig = []
+        for p, v in zip(self.params, values):
+            if p.name in self.constexprs:
+                if _is_tensor(v):
+                    raise LaunchError(f"argument '{p.name}' is a constexpr and cannot be a tensor")
+                sig.append((p.name, "constexpr", v))
+            elif _is_tensor(v):
+                dt = dtypes.from_torch(v.dtype)
+                if dt is None:
+                    raise LaunchError(f"argument '{p.name}': dtype {v.dtype} is not supported (use float32, float16, bfloat16, int32, ...)")
+                sig.append((p.name, "tensor", (dt, v.dim())))
+            elif isinstance(v, bool):
+                sig.append((p.name, "scalar", dtypes.int1))
+            elif isinstance(v, int):
+                sig.append((p.name, "scalar", dtypes.int32 if -(2**31) <= v < 2**31 else dtypes.int64))
+            elif isinstance(v, float):
+                sig.append((p.name, "scalar", dtypes.float32))
+            else:
+                raise LaunchError(f"argument '{p.name}' has type {type(v).__name__}; kernels take torch tensors, ints, floats and bools")
+        return sig
+
+    def target_for(self, values) -> str:
+        env = os.environ.get("TILE_TARGET")
+        if env:
+            return env
+        for v in values:
+            if _is_tensor(v) and v.device.type == "cuda":
+                import torch
+
+                major, minor = torch.cuda.get_device_capability(v.device)
+                return f"sm_{major}{minor}"
+        return "cpu"
+
+    # ---- compile and launch --------------------------------------------------------
+    def launcher(self, values, options, target):
+        sig = self.signature(values)
+        key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig))
+        found = self._launchers.get(key)
+        if found is None:
+            found = self._launchers[key] = cache.load_or_build(self, sig, target, options)
+        return found
+
+    def compile(self, *args, target: str | None = None, **kwargs):
+        """Compile one specialization ahead of time (no launch); returns its launcher."""
+        values, options = self.bind(list(args), dict(kwargs))
+        return self.launcher(values, options, target or self.target_for(values))
+
+    def run(self, grid, args, kwargs):
+        values, options = self.bind(list(args), dict(kwargs))
+        target = self.target_for(values)
+        launch = self.launcher(values, options, target)
+        if callable(grid):
+            grid = grid({p.name: v for p, v in zip(self.params, values)})
+        if isinstance(grid, int):
+            grid = (grid,)
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        if len(grid) != 3 or any(g < 0 for g in grid):
+            raise LaunchError(f"grid must be 1 to 3 non-negative ints, got {grid}")
+        if 0 in grid:
+            return
+        runtime = [v for p, v in zip(self.params, values) if p.name not in self.constexprs]
+        names = [p.name for p in self.params if p.name not in self.constexprs]
+        launch(grid, runtime, names)
+
+
+def device_unavailable(name: str, target: str, path: str) -> DeviceUnavailableError:
+    return DeviceUnavailableError(
+        f"{name} was compiled for {target} into the cache ({path}), but this host has no CUDA device to run it"
+    )

@@ -1,0 +1,12 @@
+"""Every example's main() checks itself against torch; here on the CPU target."""
+
+import importlib
+
+import pytest
+
+EXAMPLES = ["vector_add"]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_main(name):
+    importlib.import_module(name).main()
