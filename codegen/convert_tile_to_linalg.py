@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, linalg, memref, scf, tensor
+from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
 from ..passes.registry import register_pass
 
@@ -266,6 +266,21 @@ def inline_fused(op):
     op.erase()
 
 
+def carry_in_place(loop):
+    """Yield each loop-carried tile into its own iter_arg's buffer.
+
+    Bufferization needs a yielded tensor to be equivalent to its iter_arg; a
+    fresh one would need a new buffer per iteration, whose ownership-based
+    deallocation lowers to i1 memrefs that the LLVM lowering cannot store.
+    """
+    yield_op = list(loop.regions[0].blocks[0].operations)[-1]
+    args = list(loop.regions[0].blocks[0].arguments)[1:]
+    for i, (v, arg) in enumerate(zip(list(yield_op.operands), args)):
+        if isinstance(v.type, ir.RankedTensorType) and v != arg:
+            with ir.InsertionPoint(yield_op), yield_op.location:
+                yield_op.operands[i] = bufferization.materialize_in_destination(v.type, v, arg)
+
+
 def strip_encodings(module_op):
     def visit(op):
         values = list(op.results)
@@ -307,3 +322,5 @@ class ConvertTileToLinalg:
             if new is not None:
                 op.results[0].replace_all_uses_with(new)
             op.erase()
+        for loop in collect(module_op, {"scf.for"}):
+            carry_in_place(loop)

@@ -112,6 +112,7 @@ class FunctionEmitter:
         target, op, value = node.children
         if not (isinstance(target, Tree) and target.data == "var"):
             raise self.error(node, "augmented assignment needs a plain name on the left")
+        op = op.children[0] if isinstance(op, Tree) else op  # lark wraps the token in `augassign_op`
         self.bind(target, self.binary(node, str(op)[:-1], self.expr(target), self.expr(value)))
 
     def bind(self, target, value):

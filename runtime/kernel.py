@@ -63,7 +63,15 @@ class Kernel:
         raise TileError(f"launch a kernel with a grid: {self.name}[grid](...)")
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(grid, args, kwargs)
+        def launch(*args, **kwargs):
+            __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
+            try:
+                return self.run(grid, args, kwargs)
+            except TileError as e:
+                # Errors name the user's line; the compiler's frames would only hide it.
+                raise e.with_traceback(None) from None
+
+        return launch
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
@@ -137,6 +145,8 @@ class Kernel:
         values, options = self.bind(list(args), dict(kwargs))
         target = self.target_for(values)
         launch = self.launcher(values, options, target)
+        if os.environ.get("TILE_COMPILE_ONLY"):
+            return  # ahead-of-time builds: compile into the cache, run nothing
         if callable(grid):
             grid = grid({p.name: v for p, v in zip(self.params, values)})
         if isinstance(grid, int):

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Compile the examples for the H200 (sm_90) on a machine without a GPU, into
+# .device/ (git-ignored): a snapshot of the package sources in .device/src/tile
+# and the cubins in .device/cache. Then carry .device to the GPU machine and run
+#   bash benchmarks/run_on_device.sh
+# there (it needs only torch).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+rm -rf .device && mkdir -p .device/src/tile
+# A snapshot, so that the cache keys (which hash the compiler sources) match on the device.
+for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$d" .device/src/tile/; done
+cp __init__.py .device/src/tile/
+find .device/src -name __pycache__ -prune -exec rm -rf {} +
+TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src \
+  "$PY" .device/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
+ls .device/cache | wc -l

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# On the GPU machine: run every example from the cache built by build_for_device.sh,
+# importing only the runtime (no MLIR, lark or llvmlite there).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src python3 .device/src/tile/benchmarks/run_examples.py --device cuda "$@"

@@ -1,0 +1,61 @@
+"""Launches a cubin from the cache on torch's current CUDA stream.
+
+The kernel parameters are built from the ABI recorded at compile time (read
+back from the compiled function's signature): for each tensor its pointer
+(twice: allocated and aligned), offset 0, sizes and strides in elements; for
+each scalar its value. Imports only ctypes and the driver shim.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ..frontend.errors import DeviceUnavailableError, LaunchError
+from . import cuda_driver
+from .arguments import check_tensor
+
+_SCALARS = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double, "i1": ctypes.c_bool}
+
+
+class CudaLauncher:
+    def __init__(self, metadata: dict, cubin: bytes):
+        self.metadata, self.name, self.cubin = metadata, metadata["name"], cubin
+        self.block = (metadata["num_threads"], 1, 1)
+        self.abi = [(a["arg"], a["part"], a.get("dim", 0), a["type"]) for a in metadata["abi"]]
+        self.arg_names = [a[0] for a in metadata["args"]]
+        self._function = None
+
+    def function(self):
+        if self._function is None:
+            if not cuda_driver.available():
+                raise DeviceUnavailableError(
+                    f"{self.name} was compiled for {self.metadata['target']} into the cache "
+                    f"({self.metadata.get('cache_path')}), but this host has no CUDA device to run it")
+            self._module = cuda_driver.Module(self.cubin)
+            self._function = self._module.function(self.name)
+        return self._function
+
+    def __call__(self, grid, values, names):
+        fn = self.function()
+        import torch
+
+        for name, v in zip(self.arg_names, values):
+            if hasattr(v, "data_ptr"):
+                check_tensor(name, v, want_cuda=True)
+            elif not isinstance(v, (int, float)):
+                raise LaunchError(f"argument '{name}' must be a tensor or a number")
+        params = []
+        for arg, part, dim, ty in self.abi:
+            v = values[arg]
+            if part == "ptr":
+                params.append(ctypes.c_void_p(v.data_ptr()))
+            elif part == "offset":
+                params.append(ctypes.c_int64(0))
+            elif part == "size":
+                params.append(ctypes.c_int64(v.shape[dim]))
+            elif part == "stride":
+                params.append(ctypes.c_int64(v.stride(dim)))
+            else:
+                params.append(_SCALARS[ty](v))
+        stream = torch.cuda.current_stream().cuda_stream
+        fn.launch(grid, self.block, params, 0, stream)

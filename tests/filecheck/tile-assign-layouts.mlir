@@ -1,0 +1,74 @@
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-assign-layouts)' | FileCheck %s --check-prefixes=CHECK,W4
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-assign-layouts{num-warps=8})' | FileCheck %s --check-prefixes=CHECK,W8
+
+// The default blocked layout: 16 bytes per thread along the fastest dim, then
+// the 32 lanes, then the warps. tensor<1024xf32>, 4 warps: 4 x 32 x 4 = 512
+// elements per pass; with 8 warps, 4 x 32 x 8 = 1024.
+
+!buf = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @vector_add
+// CHECK-SAME: (%[[X:[^:]*]]: memref<?xf32, strided<[?], offset: ?>>, %[[Y:[^:]*]]: memref<?xf32, strided<[?], offset: ?>>, %[[OUT:[^:]*]]: memref
+// W4: %[[R:.*]] = "tile.arange"() {end = 1024 : i32, start = 0 : i32} : () -> tensor<1024xi32, #tile.blocked<[4], [32], [4], [0]>>
+// W8: %[[R:.*]] = "tile.arange"() {end = 1024 : i32, start = 0 : i32} : () -> tensor<1024xi32, #tile.blocked<[4], [32], [8], [0]>>
+// W4: %[[OTHER:.*]] = "tile.splat"(%{{.*}}) : (f32) -> tensor<1024xf32, #tile.blocked<[4], [32], [4], [0]>>
+// W8: %[[OTHER:.*]] = "tile.splat"(%{{.*}}) : (f32) -> tensor<1024xf32, #tile.blocked<[4], [32], [8], [0]>>
+// W4: %[[A:.*]] = "tile.load"(%[[X]], %[[R]], %{{.*}}, %[[OTHER]]) : (memref<?xf32, strided<[?], offset: ?>>, tensor<1024xi32, #tile.blocked<[4], [32], [4], [0]>>, tensor<1024xi1, #tile.blocked<[4], [32], [4], [0]>>, tensor<1024xf32, #tile.blocked<[4], [32], [4], [0]>>) -> tensor<1024xf32, #tile.blocked<[4], [32], [4], [0]>>
+// W8: %[[A:.*]] = "tile.load"(%[[X]], %[[R]], %{{.*}}, %[[OTHER]]) : (memref<?xf32, strided<[?], offset: ?>>, tensor<1024xi32, #tile.blocked<[4], [32], [8], [0]>>, tensor<1024xi1, #tile.blocked<[4], [32], [8], [0]>>, tensor<1024xf32, #tile.blocked<[4], [32], [8], [0]>>) -> tensor<1024xf32, #tile.blocked<[4], [32], [8], [0]>>
+// CHECK: %[[B:.*]] = "tile.load"(%[[Y]], %[[R]],
+// W4: %[[S:.*]] = arith.addf %[[A]], %[[B]] : tensor<1024xf32, #tile.blocked<[4], [32], [4], [0]>>
+// W8: %[[S:.*]] = arith.addf %[[A]], %[[B]] : tensor<1024xf32, #tile.blocked<[4], [32], [8], [0]>>
+// CHECK: "tile.store"(%[[OUT]], %[[R]], %[[S]], %{{.*}})
+func.func @vector_add(%x: !buf, %y: !buf, %out: !buf, %n: i32) {
+  %zero = arith.constant 0.0 : f32
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32>
+  %lim = "tile.splat"(%n) : (i32) -> tensor<1024xi32>
+  %m = arith.cmpi slt, %r, %lim : tensor<1024xi32>
+  %other = "tile.splat"(%zero) : (f32) -> tensor<1024xf32>
+  %a = "tile.load"(%x, %r, %m, %other) : (!buf, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf32>) -> tensor<1024xf32>
+  %b = "tile.load"(%y, %r, %m, %other) : (!buf, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf32>) -> tensor<1024xf32>
+  %s = arith.addf %a, %b : tensor<1024xf32>
+  "tile.store"(%out, %r, %s, %m) : (!buf, tensor<1024xi32>, tensor<1024xf32>, tensor<1024xi1>) -> ()
+  return
+}
+
+// -----
+
+// 2-D: f16 holds 8 per thread along dim 1 (lanes 4 x 8), f32 holds 4 (lanes
+// 2 x 16); warps go along dim 0. extf wants its operand in its result's
+// layout, so a tile.convert_layout is inserted before it.
+
+// CHECK-LABEL: func.func @rows
+// W4: %[[T:.*]] = "tile.load_tile"({{.*}}) -> tensor<32x64xf16, #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>>
+// W8: %[[T:.*]] = "tile.load_tile"({{.*}}) -> tensor<32x64xf16, #tile.blocked<[1, 8], [4, 8], [8, 1], [1, 0]>>
+// W4-NEXT: %[[C:.*]] = "tile.convert_layout"(%[[T]]) : (tensor<32x64xf16, #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>>) -> tensor<32x64xf16, #tile.blocked<[1, 4], [2, 16], [4, 1], [1, 0]>>
+// W8-NEXT: %[[C:.*]] = "tile.convert_layout"(%[[T]]) : (tensor<32x64xf16, #tile.blocked<[1, 8], [4, 8], [8, 1], [1, 0]>>) -> tensor<32x64xf16, #tile.blocked<[1, 4], [2, 16], [8, 1], [1, 0]>>
+// W4-NEXT: %[[W:.*]] = arith.extf %[[C]] : tensor<32x64xf16, #tile.blocked<[1, 4], [2, 16], [4, 1], [1, 0]>> to tensor<32x64xf32, #tile.blocked<[1, 4], [2, 16], [4, 1], [1, 0]>>
+// W8-NEXT: %[[W:.*]] = arith.extf %[[C]] : tensor<32x64xf16, #tile.blocked<[1, 4], [2, 16], [8, 1], [1, 0]>> to tensor<32x64xf32, #tile.blocked<[1, 4], [2, 16], [8, 1], [1, 0]>>
+// W4-NEXT: %[[RED:.*]] = "tile.reduce"(%[[W]]) {axis = 1 : i32, kind = "max"} : (tensor<32x64xf32, #tile.blocked<[1, 4], [2, 16], [4, 1], [1, 0]>>) -> tensor<32xf32, #tile.blocked<[4], [32], [4], [0]>>
+// W8-NEXT: %[[RED:.*]] = "tile.reduce"(%[[W]]) {axis = 1 : i32, kind = "max"} : (tensor<32x64xf32, #tile.blocked<[1, 4], [2, 16], [8, 1], [1, 0]>>) -> tensor<32xf32, #tile.blocked<[4], [32], [8], [0]>>
+// CHECK-NEXT: %[[S:.*]] = "tile.reduce"(%[[RED]]) {axis = 0 : i32, kind = "sum"} : (tensor<32xf32, #tile.blocked<{{.*}}>>) -> f32
+// CHECK-NEXT: return %[[S]] : f32
+func.func @rows(%a: memref<?x?xf16, strided<[?, ?], offset: ?>>, %i: i32, %j: i32) -> f32 {
+  %t = "tile.load_tile"(%a, %i, %j) {padding = 0.0 : f16} : (memref<?x?xf16, strided<[?, ?], offset: ?>>, i32, i32) -> tensor<32x64xf16>
+  %w = arith.extf %t : tensor<32x64xf16> to tensor<32x64xf32>
+  %r = "tile.reduce"(%w) {axis = 1 : i32, kind = "max"} : (tensor<32x64xf32>) -> tensor<32xf32>
+  %s = "tile.reduce"(%r) {axis = 0 : i32, kind = "sum"} : (tensor<32xf32>) -> f32
+  return %s : f32
+}
+
+// -----
+
+// A layout already set is kept, and values computed from it follow it.
+
+// CHECK-LABEL: func.func @keeps_existing
+// CHECK: %[[T:.*]] = "tile.splat"(%{{.*}}) : (f32) -> tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>
+// CHECK-NEXT: %[[U:.*]] = arith.mulf %[[T]], %[[T]] : tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: return
+func.func @keeps_existing(%x: f32) -> f32 {
+  %t = "tile.splat"(%x) : (f32) -> tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>
+  %u = arith.mulf %t, %t : tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>
+  %s = "tile.reduce"(%u) {axis = 0 : i32, kind = "sum"} : (tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>) -> f32
+  return %s : f32
+}
