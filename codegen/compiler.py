@@ -44,6 +44,11 @@ class Compiled:
     dumps: list[tuple[str, str | bytes]] = field(default_factory=list)  # (file name, content), in order
     metadata: dict = field(default_factory=dict)
 
+    def stage_files(self) -> list[tuple[str, str | bytes]]:
+        """(file name, text) of every stage this run produced, e.g. `stage-ptx.ptx`."""
+        exts = {s.name: s.ext for s in stages_for(self.target)}
+        return [(f"stage-{n}.{exts[n]}", t) for n, t in self.stages.items()]
+
 
 def _llvm_ir(module: ir.Module, options) -> str:
     from .ptx import gpu_module_to_llvm_ir
@@ -150,6 +155,23 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
             out.stages[stage.name] = text
             dump(f"stage-{stage.name}", text, stage.ext)
     return out
+
+
+def compile_file(path: str, target: str, options: dict | None = None, stage: str | None = None) -> Compiled:
+    """Restart compilation from a saved stage file (a dump such as `14-stage-linalg.mlir`).
+
+    The stage is read from the file name unless given.
+    """
+    if stage is None:
+        m = re.search(r"stage-([a-z-]+)\.\w+$", os.path.basename(path))
+        if m is None:
+            raise TileError(f"cannot tell the stage of {path}; pass stage= (one of the target's stage names)")
+        stage = m.group(1)
+    mode = "rb" if path.endswith(".cubin") else "r"
+    with open(path, mode) as f:
+        text = f.read()
+    name = os.path.splitext(os.path.basename(path))[0]
+    return run_stages(text, target, {"num_warps": 4, "num_stages": 2, **(options or {})}, stage, name, keep_dumps=False)
 
 
 def write_dumps(compiled: Compiled, folder: str):

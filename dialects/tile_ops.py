@@ -172,7 +172,8 @@ def _verify_gather_operands(op, value_type, offsets, mask):
 def _verify_load(op):
     _, offsets, mask, other = op.operands
     return _verify_gather_operands(op, op.result, offsets, mask) or (
-        "other must have the result's type" if other.type != op.result.type else None
+        "other must have the result's shape and element type"
+        if _shape(other) != _shape(op.result) or _elem(other) != _elem(op.result) else None
     )
 
 

@@ -88,7 +88,9 @@ def instantiate(element: str):
 def _callable(instance):
     def run(op, pass_):
         try:
-            instance.run(op)
+            # Builders and verifiers need an ambient context, as in any pass.
+            with op.context, op.location:
+                instance.run(op)
         except TileError as e:
             loc = getattr(e, "location", None) or op.location
             loc.emit_error(str(e))

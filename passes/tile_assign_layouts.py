@@ -1,11 +1,12 @@
 """`tile-assign-layouts`: give every tile value a `#tile.blocked` layout encoding.
 
-Our own pass (upstream has no distributed-layout notion). First version: each
-tile gets the default blocked layout for its shape, element width and
-`num_warps` (16 bytes per thread along the fastest dim, lanes next, warps on
-the slowest dims). Values of one shape therefore agree, so elementwise chains
-need no conversion; where an op's operand still disagrees with the layout its
-result wants, a `tile.convert_layout` is inserted.
+Our own pass (upstream has no distributed-layout notion). First version: all
+tiles of one shape in a function share one blocked layout, chosen from that
+shape, `num_warps` and the widest element type that memory ops of that shape
+move (16 bytes per thread along the fastest dim, lanes next, warps on the
+slowest dims). Elementwise chains, masks and offsets therefore agree with the
+loads and stores they feed. Where an op's operand still disagrees with the
+layout of its result, a `tile.convert_layout` is inserted.
 
     # before
     %s = arith.addf %x, %y : tensor<1024xf32>
@@ -23,14 +24,34 @@ from ..dialects import tile_ops
 from ..dialects.layout import Blocked, encoding_of, with_encoding
 from .registry import register_pass
 
-# Ops whose operands must share the result's layout (elementwise in effect).
-_SAME_LAYOUT = ("arith.", "math.", "tile.load", "tile.store")
+_MEMORY_OPS = {"tile.load", "tile.store", "tile.load_tile", "tile.store_tile"}
+# Ops whose tile operands must share the result's layout (elementwise in effect).
+_ELEMENTWISE = ("arith.", "math.")
 
 
-def layout_for(ty: ir.RankedTensorType, num_warps: int) -> Blocked:
-    elem = ty.element_type
-    bits = elem.width if isinstance(elem, ir.IntegerType) else ir.FloatType(elem).width
-    return Blocked.default(list(ty.shape), max(bits, 8), num_warps)
+def element_bits(ty: ir.Type) -> int:
+    elem = ir.ShapedType(ty).element_type
+    if isinstance(elem, ir.IntegerType):
+        return max(elem.width, 8)
+    if isinstance(elem, ir.IndexType):
+        return 64
+    return ir.FloatType(elem).width
+
+
+def _all_ops(root) -> list:
+    ops = []
+
+    def visit(op):
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops
+
+
+def _tiles(op) -> list:
+    values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments]
+    return [v for v in values if isinstance(v.type, ir.RankedTensorType)]
 
 
 @register_pass("tile-assign-layouts")
@@ -38,25 +59,53 @@ def layout_for(ty: ir.RankedTensorType, num_warps: int) -> Blocked:
 class TileAssignLayouts:
     num_warps: int = 4
 
+    def layouts_by_shape(self, ops) -> dict:
+        bits: dict[tuple, int] = {}
+        for op in ops:
+            if op.name in _MEMORY_OPS:
+                for v in [*op.operands, *op.results]:
+                    if isinstance(v.type, ir.RankedTensorType) and element_bits(v.type) > 8:
+                        shape = tuple(ir.RankedTensorType(v.type).shape)
+                        bits[shape] = max(bits.get(shape, 0), element_bits(v.type))
+        return bits
+
     def run(self, module_op):
-        ops = []
+        for fn in [op for op in _all_ops(module_op) if op.name == "func.func"]:
+            self.assign(fn)
 
-        def visit(op):
-            ops.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    def assign(self, fn):
+        ops = _all_ops(fn)
+        bits = self.layouts_by_shape(ops)
         for op in ops:
-            values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments]
-            for v in values:
-                if isinstance(v.type, ir.RankedTensorType) and encoding_of(v.type) is None:
-                    v.set_type(with_encoding(v.type, layout_for(ir.RankedTensorType(v.type), self.num_warps)))
+            for v in _tiles(op):
+                if encoding_of(v.type) is None:
+                    shape = list(ir.RankedTensorType(v.type).shape)
+                    layout = Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
+                    v.set_type(with_encoding(v.type, layout))
+        # Keep the signature in step with the entry block's arguments.
+        entry = fn.regions[0].blocks[0]
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        results = ftype.results
         for op in ops:
-            if not op.name.startswith(_SAME_LAYOUT) or not op.results and op.name != "tile.store":
-                continue
-            want = next((encoding_of(r.type) for r in op.results if encoding_of(r.type)), None)
+            if op.name == "func.return":
+                results = [v.type for v in op.operands]
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in entry.arguments], results))
+        for op in ops:
+            anchor = _layout_anchor(op)
+            want = encoding_of(anchor.type) if anchor is not None else None
             for i, v in enumerate(op.operands):
                 have = encoding_of(v.type)
                 if want and have and have != want:
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = tile_ops.convert_layout(v, with_encoding(v.type, want))
+
+
+def _layout_anchor(op):
+    """The value whose layout an op's tile operands must share, if any."""
+    if op.name.startswith(_ELEMENTWISE) and op.results:
+        return op.results[0]
+    if op.name == "tile.load":
+        return op.results[0]
+    if op.name == "tile.store":
+        return op.operands[2]  # the stored value
+    return None

@@ -97,7 +97,7 @@ def _write_entry(path: str, compiled, artifact: bytes):
     tmp = tempfile.mkdtemp(dir=parent)
     with open(os.path.join(tmp, _artifact_name(compiled.target)), "wb") as f:
         f.write(artifact)
-    for fname, content in compiled.dumps:
+    for fname, content in compiled.dumps + compiled.stage_files():
         with open(os.path.join(tmp, fname), "wb" if isinstance(content, bytes) else "w") as f:
             f.write(content)
     with open(os.path.join(tmp, "metadata.json"), "w") as f:
@@ -127,6 +127,17 @@ def _copy_dumps(path: str, kernel_name: str, key: str):
             shutil.copyfile(os.path.join(path, n), os.path.join(dest, n))
 
 
+def read_stages(path: str) -> dict:
+    """Every stage's output kept in a cache entry, by stage name (`tile`, ..., `ptx`, `cubin`)."""
+    out = {}
+    for n in sorted(os.listdir(path)):
+        m = re.match(r"stage-([a-z-]+)\.(\w+)$", n)
+        if m:
+            with open(os.path.join(path, n), "rb" if m.group(2) == "cubin" else "r") as f:
+                out[m.group(1)] = f.read()
+    return out
+
+
 def load_or_build(kernel, signature, target: str, options: dict):
     key = key_for(kernel, signature, target, options)
     path = os.path.join(cache_dir(), key)
@@ -146,7 +157,10 @@ def load_or_build(kernel, signature, target: str, options: dict):
     if target == "cpu":
         from .cpu_launcher import CpuLauncher
 
-        return CpuLauncher(meta, artifact.decode())
-    from .cuda_launcher import CudaLauncher
+        launcher = CpuLauncher(meta, artifact.decode())
+    else:
+        from .cuda_launcher import CudaLauncher
 
-    return CudaLauncher(meta, artifact)
+        launcher = CudaLauncher(meta, artifact)
+    launcher.asm = read_stages(path)
+    return launcher

@@ -1,0 +1,94 @@
+"""The stages end to end without a GPU: dumps, ahead-of-time sm_90/sm_80
+builds, restarting from a stage file, and a runtime that needs no compiler."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import tile
+from tile.codegen.compiler import compile_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _vector_add():
+    import vector_add
+
+    return vector_add.add_kernel
+
+
+def _args(n=1000):
+    return torch.rand(n), torch.rand(n), torch.empty(n), n
+
+
+def test_dump_ir_writes_numbered_pass_and_stage_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILE_DUMP_IR", str(tmp_path))
+    _vector_add().compile(*_args(), BLOCK=1024)
+    folders = [d for d in os.listdir(tmp_path) if d.startswith("add_kernel-")]
+    assert len(folders) == 1
+    files = sorted(os.listdir(tmp_path / folders[0]))
+    assert len(files) >= 8
+    assert files[0] == "01-stage-tile.mlir"
+    assert any(f.endswith("-tile-fuse.mlir") for f in files)
+    assert any(f.endswith("-stage-llvm.mlir") for f in files)
+    numbers = [int(f.split("-")[0]) for f in files]
+    assert numbers == list(range(1, len(files) + 1))
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+def test_ahead_of_time_gpu_build(target, monkeypatch):
+    monkeypatch.setenv("TILE_TARGET", target)
+    launcher = _vector_add().compile(*_args(), BLOCK=1024)
+    assert launcher.asm["ptx"].count(".entry") == 1
+    assert f".target {target}" in launcher.asm["ptx"]
+    assert launcher.asm["cubin"][:4] == b"\x7fELF"
+    assert "gpu.func @add_kernel" in launcher.asm["gpu"]
+    # The launch ABI was read back from the compiled signature: 3 memrefs of rank 1 and one i32.
+    assert [a["type"] for a in launcher.metadata["abi"]] == ["ptr", "ptr", "i64", "i64", "i64"] * 3 + ["i32"]
+
+
+def test_launch_without_gpu_says_it_compiled(monkeypatch):
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU")
+    with pytest.raises(tile.DeviceUnavailableError, match="compiled for sm_90 into the cache"):
+        _vector_add()[(1,)](*_args(), BLOCK=1024)
+
+
+def test_restart_from_a_stage_file(monkeypatch):
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    launcher = _vector_add().compile(*_args(), BLOCK=1024)
+    path = os.path.join(launcher.metadata["cache_path"], "stage-linalg.mlir")
+    compiled = compile_file(path, "sm_90")
+    assert list(compiled.stages) == ["linalg", "gpu", "nvvm", "llvm", "ptx", "cubin"]
+    assert compiled.stages["ptx"] == launcher.asm["ptx"]
+
+
+def test_tile_too_large_for_the_target(monkeypatch):
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    with pytest.raises(tile.CompilationError, match="shared memory"):
+        _vector_add().compile(*_args(), BLOCK=16384)
+
+
+def test_runtime_runs_from_cache_without_compiler(monkeypatch):
+    """A host with torch alone: MLIR, lark and llvmlite cannot be imported."""
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    _vector_add().compile(*_args(), BLOCK=1024)  # fill the cache first
+    script = textwrap.dedent(f"""
+        import sys
+        for m in ("mlir", "lark", "llvmlite", "triton"):
+            sys.modules[m] = None
+        sys.path.insert(0, {os.path.join(ROOT, "examples")!r})
+        import torch, tile, vector_add
+        try:
+            vector_add.add_kernel[(1,)](torch.rand(8), torch.rand(8), torch.empty(8), 8, BLOCK=1024)
+        except tile.DeviceUnavailableError as e:
+            print("OK", e)
+    """)
+    env = {**os.environ, "TILE_TARGET": "sm_90"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.stdout.startswith("OK"), r.stderr
