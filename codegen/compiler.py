@@ -43,10 +43,11 @@ class Compiled:
     stages: dict[str, str | bytes] = field(default_factory=dict)
     dumps: list[tuple[str, str | bytes]] = field(default_factory=list)  # (file name, content), in order
     metadata: dict = field(default_factory=dict)
+    codegen: str = "distributed"
 
     def stage_files(self) -> list[tuple[str, str | bytes]]:
         """(file name, text) of every stage this run produced, e.g. `stage-ptx.ptx`."""
-        exts = {s.name: s.ext for s in stages_for(self.target)}
+        exts = {s.name: s.ext for s in stages_for(self.target, self.codegen)}
         return [(f"stage-{n}.{exts[n]}", t) for n, t in self.stages.items()]
 
 
@@ -68,7 +69,10 @@ def _cubin(ptx: str, options) -> bytes:
     return ptx_to_cubin(ptx, options["target"])
 
 
-def stages_for(target: str) -> list[Stage]:
+def stages_for(target: str, codegen: str = "distributed") -> list[Stage]:
+    """The stages of a target. GPU code is made either by distributing tiles over
+    threads by their layouts (`distributed`, the default) or through linalg loop
+    nests mapped to threads (`linalg`, which `dot` still needs)."""
     common = [
         Stage("tile", "mlir"),
         Stage("tile-opt", "mlir", lambda o: pipelines.tile_opt(o)),
@@ -77,8 +81,10 @@ def stages_for(target: str) -> list[Stage]:
     if target == "cpu":
         return common + [Stage("llvm", "mlir", lambda o: pipelines.CPU_LLVM)]
     if target in GPU_TARGETS:
+        if codegen == "distributed":
+            common = common[:2]
         return common + [
-            Stage("gpu", "mlir", pipelines.gpu),
+            Stage("gpu", "mlir", pipelines.gpu if codegen == "linalg" else pipelines.gpu_distributed),
             Stage("nvvm", "mlir", lambda o: pipelines.nvvm(o["target"])),
             Stage("llvm", "ll", convert=_llvm_ir),
             Stage("ptx", "ptx", convert=_ptx),
@@ -122,7 +128,9 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
     """Run the stages after `start` on `value` (a module or the text `start` produced)."""
     options = {**options, "target": target}
     out = Compiled(name, target)
-    stages = stages_for(target)
+    codegen = options.get("codegen", "distributed")
+    out.codegen = codegen
+    stages = stages_for(target, codegen)
     names = [s.name for s in stages]
     if start not in names:
         raise TileError(f"no stage '{start}' for target {target}: stages are {', '.join(names)}")

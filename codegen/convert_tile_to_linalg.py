@@ -275,10 +275,15 @@ def carry_in_place(loop):
     """
     yield_op = list(loop.regions[0].blocks[0].operations)[-1]
     args = list(loop.regions[0].blocks[0].arguments)[1:]
-    for i, (v, arg) in enumerate(zip(list(yield_op.operands), args)):
-        if isinstance(v.type, ir.RankedTensorType) and v != arg:
-            with ir.InsertionPoint(yield_op), yield_op.location:
-                yield_op.operands[i] = bufferization.materialize_in_destination(v.type, v, arg)
+    moves = [(i, v, arg) for i, (v, arg) in enumerate(zip(list(yield_op.operands), args))
+             if isinstance(v.type, ir.RankedTensorType) and v != arg]
+    with ir.InsertionPoint(yield_op), yield_op.location:
+        sources = []
+        for _, v, _ in moves:  # `a, b = b, a`: copy b out before any iter_arg's buffer is overwritten
+            ty = ir.RankedTensorType(v.type)
+            sources.append(linalg.copy(v, outs=[empty(list(ty.shape), ty.element_type)]) if v in args else v)
+        for (i, v, arg), src in zip(moves, sources):
+            yield_op.operands[i] = bufferization.materialize_in_destination(v.type, src, arg)
 
 
 def strip_encodings(module_op):

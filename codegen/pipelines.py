@@ -26,6 +26,7 @@ CPU_LLVM = [
     "tile-cpu-grid",
     "buffer-deallocation-pipeline",
     "convert-linalg-to-loops",
+    "emulate-i1-memrefs",
     "math-expand-ops",
     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
     "expand-strided-metadata",
@@ -58,6 +59,12 @@ def gpu(options: dict) -> list[str]:
         "canonicalize",
         "cse",
     ]
+
+
+def gpu_distributed(options: dict) -> list[str]:
+    divisible = options.get("divisible_args", "")
+    spec = f" divisible-args={divisible}" if divisible else ""
+    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "canonicalize", "cse"]
 
 
 def nvvm(target: str) -> list[str]:

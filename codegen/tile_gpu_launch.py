@@ -116,7 +116,7 @@ def place_buffers(fn, gpu_module, loops, name: str) -> int:
     for d in collect(fn, {"memref.dealloc"}):
         d.erase()
     if shared_bytes > STATIC_SHARED_LIMIT:
-        raise TileError(f"kernel {name}: its tiles need {shared_bytes} bytes of shared memory, more than the "
+        raise TileError(f"tile too large: kernel {name}: its tiles need {shared_bytes} bytes of shared memory, more than the "
                         f"{STATIC_SHARED_LIMIT} this target allows; use smaller block sizes")
     return shared_bytes
 

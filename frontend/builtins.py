@@ -203,6 +203,9 @@ def _reduce(kind):
             axis += len(x.shape)
         if not 0 <= axis < len(x.shape):
             raise SemanticError(f"axis {axis} is out of range for a tile of shape {x.shape}")
+        if x.dtype == int1:  # as in Triton: a mask's sum counts; i1 arithmetic would wrap and sign-flip
+            out = Tile(tile_ops.reduce(semantics.cast(x, int32).value, axis, kind))
+            return out if kind == "sum" else semantics.cast(out, int1)
         return Tile(tile_ops.reduce(x.value, axis, kind))
 
     return emit

@@ -160,6 +160,8 @@ def logical_not(x: Tile) -> Tile:
 
 
 def where(cond, x, y) -> Tile:
+    if not isinstance(x, Tile) and not isinstance(y, Tile):  # where(mask, 1.0, 0.0): both branches constant
+        x = constant(x, python_dtype(x, python_dtype(y, None)))
     x, y = operands(x, y)
     if not isinstance(cond, Tile):
         cond = constant(bool(cond), int1)

@@ -23,6 +23,7 @@ class CudaLauncher:
         self.block = (metadata["num_threads"], 1, 1)
         self.abi = [(a["arg"], a["part"], a.get("dim", 0), a["type"]) for a in metadata["abi"]]
         self.arg_names = [a[0] for a in metadata["args"]]
+        self.shared_bytes = metadata.get("shared_bytes", 0)
         self._function = None
 
     def function(self):
@@ -33,6 +34,8 @@ class CudaLauncher:
                     f"({self.metadata.get('cache_path')}), but this host has no CUDA device to run it")
             self._module = cuda_driver.Module(self.cubin)
             self._function = self._module.function(self.name)
+            if self.shared_bytes > 48 * 1024:  # past 48 KB a block must opt in
+                self._function.set_dynamic_shared_memory(self.shared_bytes)
         return self._function
 
     def __call__(self, grid, values, names):
@@ -58,4 +61,4 @@ class CudaLauncher:
             else:
                 params.append(_SCALARS[ty](v))
         stream = torch.cuda.current_stream().cuda_stream
-        fn.launch(grid, self.block, params, 0, stream)
+        fn.launch(grid, self.block, params, self.shared_bytes, stream)

@@ -130,7 +130,11 @@ class Kernel:
     # ---- compile and launch --------------------------------------------------------
     def launcher(self, values, options, target):
         sig = self.signature(values)
-        key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig))
+        if target != "cpu":
+            options = {**options, "divisible_args": _divisible_args(self, values)}
+        # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
+        key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig),
+               os.environ.get("TILE_DUMP_IR"))
         found = self._launchers.get(key)
         if found is None:
             found = self._launchers[key] = cache.load_or_build(self, sig, target, options)
@@ -159,6 +163,19 @@ class Kernel:
         runtime = [v for p, v in zip(self.params, values) if p.name not in self.constexprs]
         names = [p.name for p in self.params if p.name not in self.constexprs]
         launch(grid, runtime, names)
+
+
+def _divisible_args(kernel, values) -> str:
+    """Run-time arguments that are multiples of 16 (ints) or 16-byte aligned (tensors),
+    as Triton specializes: they let loads and stores be 16-byte vectors."""
+    idx, out = 0, []
+    for p, v in zip(kernel.params, values):
+        if p.name in kernel.constexprs:
+            continue
+        if (_is_tensor(v) and v.data_ptr() % 16 == 0) or (isinstance(v, int) and not isinstance(v, bool) and v % 16 == 0):
+            out.append(str(idx))
+        idx += 1
+    return ",".join(out)
 
 
 def device_unavailable(name: str, target: str, path: str) -> DeviceUnavailableError:

@@ -42,11 +42,13 @@ def test_dump_ir_writes_numbered_pass_and_stage_files(tmp_path, monkeypatch):
 @pytest.mark.parametrize("target", ["sm_90", "sm_80"])
 def test_ahead_of_time_gpu_build(target, monkeypatch):
     monkeypatch.setenv("TILE_TARGET", target)
-    launcher = _vector_add().compile(*_args(), BLOCK=1024)
+    launcher = _vector_add().compile(*_args(1024), BLOCK=1024)
     assert launcher.asm["ptx"].count(".entry") == 1
     assert f".target {target}" in launcher.asm["ptx"]
     assert launcher.asm["cubin"][:4] == b"\x7fELF"
     assert "gpu.func @add_kernel" in launcher.asm["gpu"]
+    # 16-byte vector accesses: n = 1024 and the tensors are aligned, so runs of 4 f32 are proven aligned.
+    assert "ld.global.v4.b32" in launcher.asm["ptx"] and "st.global.v4.b32" in launcher.asm["ptx"]
     # The launch ABI was read back from the compiled signature: 3 memrefs of rank 1 and one i32.
     assert [a["type"] for a in launcher.metadata["abi"]] == ["ptr", "ptr", "i64", "i64", "i64"] * 3 + ["i32"]
 
@@ -62,16 +64,26 @@ def test_launch_without_gpu_says_it_compiled(monkeypatch):
 def test_restart_from_a_stage_file(monkeypatch):
     monkeypatch.setenv("TILE_TARGET", "sm_90")
     launcher = _vector_add().compile(*_args(), BLOCK=1024)
-    path = os.path.join(launcher.metadata["cache_path"], "stage-linalg.mlir")
-    compiled = compile_file(path, "sm_90")
-    assert list(compiled.stages) == ["linalg", "gpu", "nvvm", "llvm", "ptx", "cubin"]
+    path = os.path.join(launcher.metadata["cache_path"], "stage-tile-opt.mlir")
+    options = {"divisible_args": launcher.metadata["options"]["divisible_args"]}
+    compiled = compile_file(path, "sm_90", options)
+    assert list(compiled.stages) == ["tile-opt", "gpu", "nvvm", "llvm", "ptx", "cubin"]
     assert compiled.stages["ptx"] == launcher.asm["ptx"]
+
+
+def test_linalg_codegen_still_builds(monkeypatch):
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    launcher = _vector_add().compile(*_args(), BLOCK=1024)
+    path = os.path.join(launcher.metadata["cache_path"], "stage-tile-opt.mlir")
+    compiled = compile_file(path, "sm_90", {"codegen": "linalg"})
+    assert "linalg" in compiled.stages and "scf.for" in compiled.stages["gpu"]
+    assert compiled.stages["ptx"].count(".entry") == 1
 
 
 def test_tile_too_large_for_the_target(monkeypatch):
     monkeypatch.setenv("TILE_TARGET", "sm_90")
-    with pytest.raises(tile.CompilationError, match="shared memory"):
-        _vector_add().compile(*_args(), BLOCK=16384)
+    with pytest.raises(tile.TileError, match="tile too large"):
+        _vector_add().compile(*_args(), BLOCK=65536)
 
 
 def test_runtime_runs_from_cache_without_compiler(monkeypatch):

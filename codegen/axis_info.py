@@ -1,0 +1,102 @@
+"""What is known at compile time about integer tiles along their last dim, so
+that loads and stores can be 16-byte vectors (the idea of Triton's AxisInfo).
+
+For a value v:
+- contiguity c: v is made of runs of c consecutive integers (v[i+1] = v[i] + 1);
+- divisibility p: the first element of each run is a multiple of p;
+- constancy k: v is made of runs of k equal values (masks: k lanes agree).
+
+Scalars have contiguity 1, constancy "all" and a divisibility; kernel
+arguments get theirs from the specialization (ints divisible by 16).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+
+BIG = 1 << 30
+
+
+@dataclass(frozen=True)
+class Info:
+    contiguity: int = 1
+    divisibility: int = 1
+    constancy: int = 1
+
+
+def _pow2_divisor(v: int) -> int:
+    return BIG if v == 0 else v & -v
+
+
+def _last(v) -> int:
+    t = v.type
+    return ir.RankedTensorType(t).shape[-1] if isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).rank else 1
+
+
+class AxisInfo:
+    def __init__(self, scalar_divisibility: dict | None = None):
+        self.known: dict = {}
+        self.scalar_divisibility = scalar_divisibility or {}
+
+    def __call__(self, v) -> Info:
+        if v in self.known:
+            return self.known[v]
+        info = self._compute(v)
+        self.known[v] = info
+        return info
+
+    def _compute(self, v) -> Info:
+        n = _last(v)
+        owner = v.owner
+        if isinstance(owner, ir.Block):  # a block argument: a kernel argument or loop variable
+            div = self.scalar_divisibility.get(v, 1)
+            return Info(1, div, BIG if not isinstance(v.type, ir.RankedTensorType) else 1)
+        op = owner.operation if hasattr(owner, "operation") else owner
+        name = op.name
+        if name == "scf.execute_region":  # a fusion group: look at what it yields
+            yielded = list(op.regions[0].blocks[0].operations)[-1]
+            return self(yielded.operands[list(op.results).index(v)])
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            if isinstance(attr, ir.IntegerAttr):
+                return Info(1, _pow2_divisor(attr.value), BIG)
+            if isinstance(attr, ir.DenseIntElementsAttr) and attr.is_splat:
+                return Info(1, _pow2_divisor(ir.IntegerAttr(attr.get_splat_value()).value), n)
+            return Info(1, 1, 1)
+        if name == "tile.arange":
+            return Info(n, _pow2_divisor(ir.IntegerAttr(op.attributes["start"]).value), 1)
+        if name == "tile.splat":
+            return Info(1, self(op.operands[0]).divisibility, n)
+        if name == "tile.program_id":
+            return Info(1, 1, BIG)
+        if name in ("tile.broadcast", "tile.reshape", "tile.convert_layout"):
+            src = op.operands[0]
+            s = self(src)
+            if _last(src) == n:
+                return s
+            if _last(src) == 1:  # the last dim is new: every run along it is constant
+                return Info(1, s.divisibility, n)
+            return Info(1, 1, 1)
+        if name in ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast"):
+            return self(op.operands[0])
+        if name in ("arith.addi", "arith.subi"):
+            a, b = self(op.operands[0]), self(op.operands[1])
+            contiguity = max(min(a.contiguity, b.constancy), min(b.contiguity, a.constancy) if name == "arith.addi" else 1)
+            return Info(min(contiguity, n), math.gcd(a.divisibility, b.divisibility), min(a.constancy, b.constancy, n))
+        if name == "arith.muli":
+            a, b = self(op.operands[0]), self(op.operands[1])
+            return Info(1, min(a.divisibility * b.divisibility, BIG), min(a.constancy, b.constancy, n))
+        if name == "arith.cmpi":
+            a, b = self(op.operands[0]), self(op.operands[1])
+            constancy = min(a.constancy, b.constancy)
+            # offs < n with offs in aligned runs and n a multiple of the run: the mask is constant per run.
+            if b.constancy >= n or b.constancy == BIG:
+                constancy = max(constancy, math.gcd(min(a.contiguity, a.divisibility), b.divisibility))
+            return Info(1, 1, min(constancy, n))
+        if name in ("arith.andi", "arith.ori", "arith.xori", "arith.select"):
+            ks = [self(o).constancy for o in op.operands]
+            return Info(1, 1, min(min(ks), n))
+        return Info(1, 1, 1)

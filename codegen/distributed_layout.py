@@ -1,0 +1,96 @@
+"""Where each element of a tile lives: the arithmetic of a `#tile.blocked` layout.
+
+For a tile of shape S in layout (size_per_thread, threads_per_warp,
+warps_per_cta, order), along dim d one "CTA tile" covers
+spt[d] * tpw[d] * wpc[d] elements; a thread holds n[d] = spt[d] * reps[d]
+elements of dim d, where reps[d] repeats the CTA tile to cover S[d] (a CTA
+tile larger than S[d] wraps around: threads hold copies).
+
+A thread's register j[d] along dim d holds coordinate
+
+    (j[d] // spt[d]) * cta[d] + warp[d] * spt[d] * tpw[d] + lane[d] * spt[d] + j[d] % spt[d]   (mod S[d])
+
+= a per-thread base plus a per-register constant. Registers are numbered with
+order[0] (the fastest dim) varying fastest, so each run of spt[order[0]]
+registers holds consecutive elements: one vector memory access.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..dialects.layout import Blocked
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+@dataclass(frozen=True)
+class Distribution:
+    layout: Blocked
+    shape: tuple[int, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def cta(self, d: int) -> int:
+        L = self.layout
+        return L.size_per_thread[d] * L.threads_per_warp[d] * L.warps_per_cta[d]
+
+    def per_thread(self, d: int) -> int:
+        reps = max(1, -(-self.shape[d] // self.cta(d)))
+        return min(self.layout.size_per_thread[d], self.shape[d]) * reps
+
+    @cached_property
+    def num_registers(self) -> int:
+        return _prod(self.per_thread(d) for d in range(self.rank))
+
+    @cached_property
+    def register_indices(self) -> list[tuple[int, ...]]:
+        """j (one index per dim) for every register, in register order."""
+        out = []
+        for r in range(self.num_registers):
+            j, rest = [0] * self.rank, r
+            for d in self.layout.order:
+                j[d], rest = rest % self.per_thread(d), rest // self.per_thread(d)
+            out.append(tuple(j))
+        return out
+
+    def register_offset(self, d: int, j: int) -> int:
+        spt = self.layout.size_per_thread[d]
+        return (j // spt) * self.cta(d) + j % spt
+
+    def _shift(self, d: int, counts) -> int:
+        shift = 1
+        for dd in self.layout.order:
+            if dd == d:
+                return shift
+            shift *= counts[dd]
+        raise ValueError(d)
+
+    def lane_shift(self, d: int) -> int:
+        """Place value of dim d's digit inside the lane id (dims in `order`, fastest first)."""
+        return self._shift(d, self.layout.threads_per_warp)
+
+    def warp_shift(self, d: int) -> int:
+        """Place value of dim d's digit inside the warp id."""
+        return self._shift(d, self.layout.warps_per_cta)
+
+    @property
+    def vector_width(self) -> int:
+        """Consecutive elements per register run along the fastest dim."""
+        f = self.layout.order[0]
+        return min(self.layout.size_per_thread[f], self.shape[f])
+
+    def linear_strides(self) -> list[int]:
+        """Row-major strides of the tile, for linear element numbers."""
+        strides, s = [0] * self.rank, 1
+        for d in range(self.rank - 1, -1, -1):
+            strides[d], s = s, s * self.shape[d]
+        return strides

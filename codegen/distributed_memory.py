@@ -1,0 +1,132 @@
+"""Global loads and stores of distributed tiles (methods of the GPU `Translator`).
+
+Each thread accesses its own registers' elements. Along the fastest dim a
+thread holds runs of consecutive elements; when axis info proves a run's
+offsets consecutive and aligned and its mask uniform, the run is one
+`vector.load`/`vector.store` (up to 16 bytes, with the alignment written on
+the op, since NVPTX vectorizes only what it is told is aligned), guarded by
+one branch on the run's mask. Anything else is one guarded scalar access per
+register.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf, vector
+
+from .convert_tile_to_linalg import const_index, flat_view, to_index
+from .register_vectors import bits, elements, from_elements, i32, splat
+
+
+def run_width(self, dist, offsets, mask, elem, aligned_base: bool) -> int:
+    """Elements per vector access for this tile: a power of two, 1 if nothing is proven."""
+    if dist.layout.order[0] != dist.rank - 1 or not aligned_base:
+        return 1
+    off, m = self.axis(offsets), self.axis(mask)
+    width = min(dist.vector_width, off.contiguity, m.constancy, 128 // bits(elem))
+    width = 1 << (max(width, 1).bit_length() - 1)
+    while width > 1 and off.divisibility % width:
+        width //= 2
+    return width
+
+
+def _guarded(cond, result_type, then_fn, else_fn):
+    op = scf.IfOp(cond, [result_type] if result_type is not None else [], has_else=else_fn is not None)
+    with ir.InsertionPoint(op.then_block):
+        v = then_fn()
+        scf.YieldOp([v] if result_type is not None else [])
+    if else_fn is not None:
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp([else_fn()])
+    return op.results[0] if result_type is not None else None
+
+
+def _base_aligned(self, base) -> bool:
+    return self.axis.scalar_divisibility.get(base, 1) >= 16
+
+
+def op_tile_load(self, op):
+    base, offsets, mask, other = op.operands
+    elem = ir.MemRefType(base.type).element_type
+    flat = flat_view(self.value(base))
+    if not isinstance(offsets.type, ir.RankedTensorType):
+        off, m, oth = (self.value(v) for v in (offsets, mask, other))
+        self.map[op.results[0]] = _guarded(m, elem, lambda: memref.LoadOp(flat, [to_index(off)]).result, lambda: oth)
+        return
+    dist = self.dist(op.results[0])
+    n = dist.num_registers
+    w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
+    offs, masks, others = (elements(self.value(v), n) for v in (offsets, mask, other))
+    out = []
+    for r in range(0, n, w):
+        if w == 1:
+            out.append(_guarded(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda r=r: others[r]))
+            continue
+        vty = ir.VectorType.get([w], elem)
+        nbytes = w * bits(elem) // 8
+        got = _guarded(masks[r], vty,
+                       lambda r=r: vector.LoadOp(vty, flat, [to_index(offs[r])], alignment=nbytes).result,
+                       lambda r=r: from_elements(others[r : r + w], elem))
+        out.extend(elements(got, w))
+    self.map[op.results[0]] = from_elements(out, elem)
+
+
+def op_tile_store(self, op):
+    base, offsets, value, mask = op.operands
+    elem = ir.MemRefType(base.type).element_type
+    flat = flat_view(self.value(base))
+    if not isinstance(offsets.type, ir.RankedTensorType):
+        off, v, m = (self.value(x) for x in (offsets, value, mask))
+        _guarded(m, None, lambda: memref.StoreOp(v, flat, [to_index(off)]), None)
+        return
+    dist = self.dist(value)
+    n = dist.num_registers
+    w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
+    offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
+    for r in range(0, n, w):
+        if w == 1:
+            _guarded(masks[r], None, lambda r=r: memref.StoreOp(vals[r], flat, [to_index(offs[r])]), None)
+            continue
+        nbytes = w * bits(elem) // 8
+        _guarded(masks[r], None, lambda r=r: vector.StoreOp(from_elements(vals[r : r + w], elem), flat,
+                                                           [to_index(offs[r])], alignment=nbytes), None)
+
+
+def _tile_coords(self, base, indices, dist):
+    """Global coordinates (index) of every register, and whether each is inside `base`."""
+    coords = self.coords(dist)
+    n = dist.num_registers
+    per_dim = []
+    for d, (ti, c) in enumerate(zip(indices, coords)):
+        start = arith.muli(self.value(ti), i32(dist.shape[d]))
+        g = arith.addi(splat(start, n), c)
+        size = arith.index_cast(ir.IntegerType.get_signless(32), memref.DimOp(self.value(base), const_index(d)).result)
+        per_dim.append((elements(g, n), elements(arith.cmpi(arith.CmpIPredicate.ult, g, splat(size, n)), n)))
+    regs = []
+    for r in range(n):
+        inside = None
+        for _, oks in per_dim:
+            inside = oks[r] if inside is None else arith.andi(inside, oks[r])
+        regs.append(([to_index(g[r]) for g, _ in per_dim], inside))
+    return regs
+
+
+def op_tile_load_tile(self, op):
+    base, *indices = op.operands
+    dist = self.dist(op.results[0])
+    elem = ir.RankedTensorType(op.results[0].type).element_type
+    pad = arith.ConstantOp(elem, op.attributes["padding"]).result
+    mem = self.value(base)
+    out = [_guarded(inside, elem, lambda c=c: memref.LoadOp(mem, c).result, lambda: pad)
+           for c, inside in _tile_coords(self, base, indices, dist)]
+    self.map[op.results[0]] = from_elements(out, elem)
+
+
+def op_tile_store_tile(self, op):
+    base, value, *indices = op.operands
+    dist = self.dist(value)
+    mem = self.value(base)
+    vals = elements(self.value(value), dist.num_registers)
+    for (c, inside), v in zip(_tile_coords(self, base, indices, dist), vals):
+        _guarded(inside, None, lambda c=c, v=v: memref.StoreOp(v, mem, c), None)
+

@@ -1,0 +1,112 @@
+"""`tile.reduce` of a distributed tile (a method of the GPU `Translator`), in
+three steps, as in Triton:
+
+1. each thread combines its own registers that differ only along the axis;
+2. lanes that hold different coordinates along the axis combine with
+   `gpu.shuffle xor` (a butterfly: afterwards they all hold the result);
+3. warps along the axis meet in shared memory, where the partials are also
+   read back in the result's own layout.
+
+Threads that hold copies of the same elements (a layout wider than the tile)
+are left out of steps 2 and 3, so nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref
+
+from .convert_tile_to_linalg import combine, to_index
+from .distributed_layout import Distribution
+from .register_vectors import elements, from_elements, i32
+
+
+def _effective(dist: Distribution, axis: int) -> tuple[int, int]:
+    """Lanes and warps along `axis` that hold distinct coordinates."""
+    L = dist.layout
+    spt = min(L.size_per_thread[axis], dist.shape[axis])
+    lanes = max(1, min(L.threads_per_warp[axis], dist.shape[axis] // spt))
+    warps = max(1, min(L.warps_per_cta[axis], dist.shape[axis] // (spt * L.threads_per_warp[axis])))
+    return lanes, warps
+
+
+def _shuffle_combine(kind, elem, v, lane_stride: int, lanes: int):
+    f32 = ir.F32Type.get()
+    wide = elem if isinstance(elem, ir.IntegerType) or ir.FloatType(elem).width >= 32 else f32
+    x = v if wide == elem else arith.extf(wide, v)
+    step = 1
+    while step < lanes:
+        other = gpu.ShuffleOp(x, i32(step * lane_stride), i32(32), gpu.ShuffleMode.XOR).results[0]
+        x = combine(kind, wide, x, other)
+        step *= 2
+    return x if wide == elem else arith.truncf(elem, x)
+
+
+def op_tile_reduce(self, op):
+    src = op.operands[0]
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    kind = ir.StringAttr(op.attributes["kind"]).value
+    dist = self.dist(src)
+    elem = ir.RankedTensorType(src.type).element_type
+    regs = elements(self.value(src), dist.num_registers)
+    coords = [elements(c, dist.num_registers) for c in self.coords(dist)]
+
+    # 1. within the thread
+    groups: dict = {}
+    for r, j in enumerate(dist.register_indices):
+        key = tuple(x for d, x in enumerate(j) if d != axis)
+        groups.setdefault(key, []).append(r)
+    partials = {}
+    for key, rs in groups.items():
+        acc = regs[rs[0]]
+        for r in rs[1:]:
+            acc = combine(kind, elem, acc, regs[r])
+        partials[key] = (acc, rs[0])
+
+    # 2. across lanes
+    lanes, warps = _effective(dist, axis)
+    stride = dist.lane_shift(axis)
+    partials = {k: (_shuffle_combine(kind, elem, v, stride, lanes), r) for k, (v, r) in partials.items()}
+
+    # 3. across warps, and into the result's layout, through shared memory
+    out_shape = [s for d, s in enumerate(dist.shape) if d != axis]
+    result = op.results[0]
+    if not out_shape and warps == 1:
+        self.map[result] = next(iter(partials.values()))[0]
+        return
+    count = 1
+    for s in out_shape:
+        count *= s
+    buf = self.scratch(elem, warps * count)
+    out_strides = Distribution(dist.layout, tuple(out_shape)).linear_strides() if out_shape else []
+    warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(dist.layout.warps_per_cta[axis]))
+    gpu.barrier()
+    for v, r in partials.values():
+        lin = arith.muli(warp_a, i32(count))
+        for s, d in zip(out_strides, [d for d in range(dist.rank) if d != axis]):
+            lin = arith.addi(lin, arith.muli(coords[d][r], i32(s)))
+        memref.StoreOp(v, buf, [to_index(lin)])
+    gpu.barrier()
+    if not out_shape:
+        acc = memref.LoadOp(buf, [to_index(i32(0))]).result
+        for w in range(1, warps):
+            acc = combine(kind, elem, acc, memref.LoadOp(buf, [to_index(i32(w * count))]).result)
+        self.map[result] = acc
+        return
+    rdist = self.dist(result)
+    rcoords = [elements(c, rdist.num_registers) for c in self.coords(rdist)]
+    rstrides = rdist.linear_strides()
+    out = []
+    for r in range(rdist.num_registers):
+        lin = None
+        for d in range(rdist.rank):
+            term = arith.muli(rcoords[d][r], i32(rstrides[d]))
+            lin = term if lin is None else arith.addi(lin, term)
+        acc = memref.LoadOp(buf, [to_index(lin)]).result
+        for w in range(1, warps):
+            acc = combine(kind, elem, acc, memref.LoadOp(buf, [to_index(arith.addi(lin, i32(w * count)))]).result)
+        out.append(acc)
+    self.map[result] = from_elements(out, elem)
+
+
+__all__ = ["op_tile_reduce"]

@@ -1,0 +1,127 @@
+"""Bad kernels and bad launches raise a `tile.TileError` subclass naming the
+argument or the kernel's source line; none may crash the process."""
+
+import inspect
+import os
+
+import pytest
+import torch
+
+import tile
+
+
+@tile.kernel
+def copy_kernel(x, out, n, BLOCK: tile.constexpr):
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    tile.store(out + offs, tile.load(x + offs, mask=offs < n), mask=offs < n)
+
+
+@tile.kernel
+def while_kernel(x, n):
+    i = 0
+    while i < n:
+        i += 1
+
+
+@tile.kernel
+def odd_arange_kernel(x, out):
+    offs = tile.arange(0, 100)
+    tile.store(out + offs, tile.load(x + offs))
+
+
+@tile.kernel
+def shape_mismatch_kernel(x, out):
+    a = tile.load(x + tile.arange(0, 64))
+    b = tile.load(x + tile.arange(0, 128))
+    tile.store(out + tile.arange(0, 64), a + b)
+
+
+def _line_of(kernel, text: str) -> int:
+    """The file line number of the first line of `kernel`'s source containing `text`."""
+    lines, first = inspect.getsourcelines(kernel.fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _tensors(n=16):
+    return torch.zeros(n), torch.zeros(n)
+
+
+def test_too_few_arguments():
+    x, out = _tensors()
+    with pytest.raises(tile.LaunchError, match=r"copy_kernel\(\) is missing argument\(s\): n, BLOCK"):
+        copy_kernel[(1,)](x, out)
+
+
+def test_too_many_arguments():
+    x, out = _tensors()
+    with pytest.raises(tile.LaunchError, match=r"copy_kernel\(\) takes 4 arguments but 5 were given"):
+        copy_kernel[(1,)](x, out, 16, 16, 3)
+
+
+def test_unknown_keyword_argument():
+    x, out = _tensors()
+    with pytest.raises(tile.LaunchError, match="unexpected argument 'size'"):
+        copy_kernel[(1,)](x, out, 16, BLOCK=16, size=3)
+
+
+@pytest.mark.parametrize("bad", ["abc", [1, 2], None, object()])
+def test_non_tensor_argument(bad):
+    x, _ = _tensors()
+    with pytest.raises(tile.LaunchError, match="argument 'out' has type"):
+        copy_kernel[(1,)](x, bad, 16, BLOCK=16)
+
+
+def test_unsupported_dtype():
+    x, out = torch.zeros(16, dtype=torch.complex64), torch.zeros(16, dtype=torch.complex64)
+    with pytest.raises(tile.LaunchError, match=r"argument 'x': dtype torch.complex64 is not supported"):
+        copy_kernel[(1,)](x, out, 16, BLOCK=16)
+
+
+def test_missing_constexpr():
+    x, out = _tensors()
+    with pytest.raises(tile.LaunchError, match=r"missing constexpr\(s\): BLOCK"):
+        copy_kernel[(1,)](x, out, 16)
+
+
+def test_tensor_as_constexpr():
+    x, out = _tensors()
+    with pytest.raises(tile.LaunchError, match="'BLOCK' is a constexpr"):
+        copy_kernel[(1,)](x, out, 16, BLOCK=x)
+
+
+def _compile_error(kernel, *args, **kwargs) -> tile.CompilationError:
+    with pytest.raises(tile.CompilationError) as info:
+        kernel[(1,)](*args, **kwargs)
+    return info.value
+
+
+def _assert_points_at(err: tile.CompilationError, kernel, text: str):
+    line = _line_of(kernel, text)
+    assert os.path.samefile(err.filename, __file__)
+    assert err.line == line
+    assert f"{os.path.basename(__file__)}:{line}:" in str(err)
+    assert text in str(err)  # the offending source line is shown
+
+
+def test_while_loop_is_rejected():
+    x, _ = _tensors()
+    err = _compile_error(while_kernel, x, 16)
+    assert "while loops" in err.message
+    _assert_points_at(err, while_kernel, "while i < n:")
+
+
+def test_non_power_of_two_arange():
+    err = _compile_error(odd_arange_kernel, *_tensors())
+    assert "power of two" in err.message and "100" in err.message
+    _assert_points_at(err, odd_arange_kernel, "tile.arange(0, 100)")
+
+
+def test_mismatched_tile_shapes():
+    err = _compile_error(shape_mismatch_kernel, *_tensors(128))
+    assert "[64]" in err.message and "[128]" in err.message
+    _assert_points_at(err, shape_mismatch_kernel, "a + b")
+
+
+def test_errors_are_tile_errors():
+    for cls in (tile.LaunchError, tile.CompilationError):
+        assert issubclass(cls, tile.TileError)

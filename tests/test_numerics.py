@@ -1,0 +1,157 @@
+"""The seed kernels against torch on the CPU target: random sizes (tails that are
+not a multiple of the block included), strided views and 16-bit dtypes.
+
+Every case reuses the BLOCK values of the examples, so that the few compiled
+specializations are shared with tests/test_examples.py through the cache.
+"""
+
+import pytest
+import torch
+
+import tile
+import add_relu_layernorm
+import fused_softmax
+import layer_norm
+import patch_gather
+import vector_add
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float16: dict(rtol=1e-2, atol=1e-2),
+       torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}
+
+
+@pytest.fixture(autouse=True)
+def seed():
+    torch.manual_seed(1234)
+
+
+@pytest.mark.parametrize("n", [1, 1023, 1024, 5000])
+def test_vector_add(n):
+    x, y = torch.randn(n), torch.randn(n)
+    torch.testing.assert_close(vector_add.add(x, y), x + y)
+
+
+def test_vector_add_f16():
+    x, y = torch.randn(3001).half(), torch.randn(3001).half()
+    torch.testing.assert_close(vector_add.add(x, y), x + y)
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (5, 127), (3, 128), (7, 129), (4, 1000)])
+def test_softmax(rows, cols):
+    x = torch.randn(rows, cols) * 4
+    torch.testing.assert_close(fused_softmax.softmax(x), torch.softmax(x, dim=1))
+
+
+@pytest.mark.parametrize("cols", [60, 300])
+def test_softmax_strided_rows(cols):
+    """Every third row of a wider tensor, columns offset by 5: a view read through x.stride(0)."""
+    base = torch.randn(30, cols + 11)
+    x = base[::3, 5 : 5 + cols]
+    assert not x.is_contiguous()
+    torch.testing.assert_close(fused_softmax.softmax(x), torch.softmax(x, dim=1))
+
+
+def test_softmax_large_values_are_stable():
+    x = torch.randn(6, 400) * 200
+    torch.testing.assert_close(fused_softmax.softmax(x), torch.softmax(x, dim=1))
+
+
+def test_softmax_f16():
+    x = torch.randn(9, 333).half()
+    torch.testing.assert_close(fused_softmax.softmax(x), torch.softmax(x.float(), dim=1).half(), **TOL[torch.float16])
+
+
+def _layer_norm_ref(x, w, b):
+    return torch.nn.functional.layer_norm(x.float(), x.shape[-1:], w.float(), b.float()).to(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,cols", [(1, 1), (3, 256), (5, 257), (2, 1000)])
+def test_layer_norm(dtype, rows, cols):
+    x = (torch.randn(rows, cols) * 2 - 1).to(dtype)
+    w, b = torch.randn(cols).to(dtype), torch.randn(cols).to(dtype)
+    torch.testing.assert_close(layer_norm.layer_norm(x, w, b), _layer_norm_ref(x, w, b), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layer_norm_strided_rows(dtype):
+    x = torch.randn(12, 700).to(dtype)[1::2, 50:663]
+    w, b = torch.randn(613).to(dtype), torch.randn(613).to(dtype)
+    torch.testing.assert_close(layer_norm.layer_norm(x, w, b), _layer_norm_ref(x, w, b), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("rows,cols", [(1, 257), (8, 300), (3, 512)])
+def test_add_relu_layernorm(dtype, rows, cols):
+    x, r = torch.randn(rows, cols).to(dtype), torch.randn(rows, cols).to(dtype)
+    w, b = torch.randn(cols).to(dtype), torch.randn(cols).to(dtype)
+    got = add_relu_layernorm.add_relu_layernorm(x, r, w, b)
+    torch.testing.assert_close(got, add_relu_layernorm.reference(x, r, w, b), **TOL[dtype])
+
+
+def test_add_relu_layernorm_noncontiguous_inputs():
+    x = torch.randn(300, 10).t()  # (10, 300), column-major: the wrapper makes it contiguous
+    r = torch.randn(10, 600)[:, ::2]
+    w, b = torch.randn(300), torch.randn(300)
+    got = add_relu_layernorm.add_relu_layernorm(x, r, w, b)
+    torch.testing.assert_close(got, add_relu_layernorm.reference(x, r, w, b), **TOL[torch.float32])
+
+
+def _videos():
+    yield "contiguous", torch.randn(1, 5, 3, 16, 24)
+    yield "channels_last", torch.randn(2, 8, 17, 26, 3).permute(0, 1, 4, 2, 3)
+    yield "sliced", torch.randn(3, 12, 3, 40, 40)[:, 2::2, :, 3:36, 1:]
+    yield "time_major", torch.randn(7, 2, 3, 16, 16).transpose(0, 1)
+
+
+@pytest.mark.parametrize("name,video", list(_videos()), ids=[n for n, _ in _videos()])
+def test_patch_gather(name, video):
+    got = patch_gather.patch_gather(video, pt=2, st=3, ph=8, pw=8)
+    torch.testing.assert_close(got, patch_gather.reference(video, 2, 3, 8, 8), rtol=0, atol=0)
+
+
+def test_patch_gather_f16():
+    video = torch.randn(2, 9, 3, 20, 20).half().permute(0, 1, 2, 4, 3)
+    got = patch_gather.patch_gather(video, pt=2, st=3, ph=8, pw=8)
+    torch.testing.assert_close(got, patch_gather.reference(video, 2, 3, 8, 8), rtol=0, atol=0)
+
+
+@tile.kernel
+def flow_kernel(x, keep, out, counts, n, flip, BLOCK: tile.constexpr):
+    """Run-time `if` and `for` carrying several tiles (swapped, too), bool tensors in and out, a mask's count."""
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    inside = offs < n
+    a = tile.load(x + offs, mask=inside)
+    b = a * 2.0
+    if flip > 0:
+        a = -a
+        b = b + 1.0
+    for _ in range(flip):
+        a, b = b, a
+    kept = tile.load(keep + offs, mask=inside)
+    tile.store(out + offs, tile.where(kept, a - b, 0.0), mask=inside)
+    tile.store(counts + tile.program_id(0), tile.sum(kept & inside, axis=0))
+    tile.store(keep + offs, ~kept, mask=inside)
+
+
+def _flow_reference(x, keep, flip):
+    a, b = x.clone(), x * 2
+    if flip > 0:
+        a, b = -a, b + 1
+    if flip % 2:
+        a, b = b, a
+    return torch.where(keep, a - b, torch.zeros_like(a))
+
+
+@pytest.mark.parametrize("n,flip", [(100, 0), (300, 1), (1000, 4), (77, 7)])
+def test_control_flow_and_bool_tensors(n, flip):
+    block = 128
+    x, keep = torch.randn(n), torch.rand(n) > 0.5
+    programs = tile.cdiv(n, block)
+    out, counts = torch.empty(n), torch.empty(programs, dtype=torch.int32)
+    want_keep = ~keep
+    want = _flow_reference(x, keep, flip)
+    want_counts = torch.nn.functional.pad(keep, (0, programs * block - n)).view(programs, block).sum(1, dtype=torch.int32)
+    flow_kernel[(programs,)](x, keep, out, counts, n, flip, BLOCK=block)
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(counts, want_counts)
+    assert torch.equal(keep, want_keep)
