@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith
 
-from .registry import register_pass
+from ..passes.registry import register_pass
 
 
 def _is_i1(t) -> bool:

@@ -1,0 +1,78 @@
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-assign-layouts{num-warps=4}, convert-tile-to-gpu{num-warps=4 divisible-args=0,1,2}, canonicalize, cse)' | FileCheck %s --check-prefixes=CHECK,ALIGNED
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-assign-layouts{num-warps=4}, convert-tile-to-gpu{num-warps=4}, canonicalize, cse)' | FileCheck %s --check-prefixes=CHECK,UNKNOWN
+
+// 512 f32 over 128 threads: 4 registers each, consecutive. With aligned
+// pointers and n a multiple of 16 (divisible-args), each thread's run is one
+// 16-byte vector load and store under one branch on its mask; without that
+// knowledge every element is loaded on its own.
+
+!buf = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: gpu.func @vector_add
+// CHECK-SAME: kernel
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[MASK:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : vector<4xi32>
+// ALIGNED: %[[M0:.*]] = vector.extract %[[MASK]][0] : i1 from vector<4xi1>
+// ALIGNED: %[[A:.*]] = scf.if %[[M0]] -> (vector<4xf32>) {
+// ALIGNED-NEXT: arith.index_cast
+// ALIGNED-NEXT: vector.load %{{.*}} {alignment = 16 : i64} : memref<{{.*}}xf32, strided<[1], offset: ?>>, vector<4xf32>
+// ALIGNED: %[[S:.*]] = arith.addf %[[A]], %[[A]] : vector<4xf32>
+// ALIGNED: scf.if %[[M0]] {
+// ALIGNED-NEXT: arith.index_cast
+// ALIGNED-NEXT: vector.store %[[S]], %{{.*}} {alignment = 16 : i64}
+// UNKNOWN-NOT: vector.load
+// UNKNOWN-COUNT-4: memref.load %{{.*}} : memref<{{.*}}xf32, strided<[1], offset: ?>>
+// UNKNOWN-NOT: vector.store
+// CHECK: gpu.return
+func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %pid = "tile.program_id"() {axis = 0 : i32} : () -> i32
+  %c512 = arith.constant 512 : i32
+  %base = arith.muli %pid, %c512 : i32
+  %r = "tile.arange"() {start = 0 : i32, end = 512 : i32} : () -> tensor<512xi32>
+  %b = "tile.splat"(%base) : (i32) -> tensor<512xi32>
+  %offs = arith.addi %b, %r : tensor<512xi32>
+  %lim = "tile.splat"(%n) : (i32) -> tensor<512xi32>
+  %m = arith.cmpi slt, %offs, %lim : tensor<512xi32>
+  %other = "tile.splat"(%zero) : (f32) -> tensor<512xf32>
+  %a = "tile.load"(%x, %offs, %m, %other) : (!buf, tensor<512xi32>, tensor<512xi1>, tensor<512xf32>) -> tensor<512xf32>
+  %s = arith.addf %a, %a : tensor<512xf32>
+  "tile.store"(%y, %offs, %s, %m) : (!buf, tensor<512xi32>, tensor<512xf32>, tensor<512xi1>) -> ()
+  return
+}
+
+// -----
+
+// A row of 1024 summed by 128 threads: 8 registers each, then a butterfly of
+// 5 xor shuffles within each warp, then the 4 warps' partials meet in shared
+// memory between two barriers.
+
+// CHECK-LABEL: gpu.func @row_sum
+// CHECK-COUNT-7: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory
+// CHECK: %[[VIEW:.*]] = memref.view %[[SMEM]]{{.*}} to memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[VIEW]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: memref.load %[[VIEW]]
+// CHECK: gpu.return
+func.func @row_sum(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %t = arith.constant true
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32>
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1>
+  %other = "tile.splat"(%zero) : (f32) -> tensor<1024xf32>
+  %a = "tile.load"(%x, %r, %m, %other) : (memref<?xf32, strided<[?], offset: ?>>, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf32>) -> tensor<1024xf32>
+  %s = "tile.reduce"(%a) {axis = 0 : i32, kind = "sum"} : (tensor<1024xf32>) -> f32
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  "tile.store"(%y, %c0, %s, %true) : (memref<?xf32, strided<[?], offset: ?>>, i32, f32, i1) -> ()
+  return
+}
