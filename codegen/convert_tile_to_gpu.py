@@ -193,6 +193,14 @@ class Translator:
             self.op(op.operation)
 
     def op(self, op):
+        try:
+            self._op(op)
+        except TileError as e:
+            if getattr(e, "location", None) is None:
+                e.location = op.location  # reported at the user's source line
+            raise
+
+    def _op(self, op):
         name = op.name
         handler = getattr(self, "op_" + name.replace(".", "_"), None)
         with op.location:
