@@ -86,6 +86,19 @@ class AxisInfo:
             a, b = self(op.operands[0]), self(op.operands[1])
             contiguity = max(min(a.contiguity, b.constancy), min(b.contiguity, a.constancy) if name == "arith.addi" else 1)
             return Info(min(contiguity, n), math.gcd(a.divisibility, b.divisibility), min(a.constancy, b.constancy, n))
+        if name in ("arith.remsi", "arith.remui"):
+            a, b = self(op.operands[0]), self(op.operands[1])
+            if b.constancy < n and b.constancy != BIG:
+                return Info(1, 1, 1)
+            # Runs of a keep going until they cross a multiple of b.
+            return Info(math.gcd(a.contiguity, b.divisibility), math.gcd(a.divisibility, b.divisibility), a.constancy)
+        if name in ("arith.divsi", "arith.divui"):
+            a, b = self(op.operands[0]), self(op.operands[1])
+            if b.constancy < n and b.constancy != BIG:
+                return Info(1, 1, 1)
+            # Aligned runs of a, b long, map to one value each.
+            const = max(a.constancy, math.gcd(min(a.contiguity, a.divisibility), b.divisibility))
+            return Info(1, max(1, a.divisibility // b.divisibility) if a.divisibility >= b.divisibility else 1, min(const, n))
         if name == "arith.muli":
             a, b = self(op.operands[0]), self(op.operands[1])
             return Info(1, min(a.divisibility * b.divisibility, BIG), min(a.constancy, b.constancy, n))

@@ -376,6 +376,10 @@ class FunctionEmitter:
                 raise self.error(node, f"compile-time {op} failed: {e}") from None
         if isinstance(a, TensorArg) or isinstance(b, TensorArg) or isinstance(a, Pointer) or isinstance(b, Pointer):
             return self.pointer_arith(node, op, a, b)
+        if op == "*" and isinstance(a, Tile) and type(b) is int and b == 1:
+            return a  # x * 1, as when a stride specialized to 1 multiplies an index
+        if op == "*" and isinstance(b, Tile) and type(a) is int and a == 1:
+            return b
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return semantics.compare(op, a, b)
         if op == "@":
@@ -560,7 +564,8 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
     """Build `func.func @name` for one specialization.
 
     `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank),
-    "scalar" with a dtype, or "constexpr" with the Python value.
+    "scalar" with a dtype, "one" (an int argument equal to 1: still passed, but
+    folded as the constant 1, as Triton specializes), or "constexpr" with the Python value.
     """
     module = ir.Module.create(loc=ir.Location.file(parsed.filename, parsed.first_line, 1))
     arg_types, scope = [], {}
@@ -569,7 +574,7 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
             dt, rank = detail
             layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), [ir.ShapedType.get_dynamic_stride_or_offset()] * rank)
             arg_types.append(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * rank, dt.to_mlir(), layout))
-        elif kind == "scalar":
+        elif kind in ("scalar", "one"):
             arg_types.append(detail.to_mlir())
     with ir.InsertionPoint(module.body), ir.Location.file(parsed.filename, parsed.first_line, 1):
         fn = func.FuncOp(name, ir.FunctionType.get(arg_types, []))
@@ -581,6 +586,9 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
                 scope[pname] = TensorArg(next(args), pname)
             elif kind == "scalar":
                 scope[pname] = Tile(next(args))
+            elif kind == "one":
+                next(args)
+                scope[pname] = 1
             else:
                 scope[pname] = detail
         emitter = FunctionEmitter(parsed, globals_, scope)

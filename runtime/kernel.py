@@ -108,7 +108,8 @@ class Kernel:
             elif isinstance(v, bool):
                 sig.append((p.name, "scalar", dtypes.int1))
             elif isinstance(v, int):
-                sig.append((p.name, "scalar", dtypes.int32 if -(2**31) <= v < 2**31 else dtypes.int64))
+                dt = dtypes.int32 if -(2**31) <= v < 2**31 else dtypes.int64
+                sig.append((p.name, "one" if v == 1 else "scalar", dt))
             elif isinstance(v, float):
                 sig.append((p.name, "scalar", dtypes.float32))
             else:
