@@ -52,6 +52,10 @@ class AxisInfo:
         n = _last(v)
         owner = v.owner
         if isinstance(owner, ir.Block):  # a block argument: a kernel argument or loop variable
+            parent = owner.owner
+            if parent is not None and parent.name == "scf.for" and v == owner.arguments[0]:
+                lb, _, step = (self(o) for o in list(parent.operands)[:3])
+                return Info(1, math.gcd(lb.divisibility, step.divisibility), BIG)
             div = self.scalar_divisibility.get(v, 1)
             return Info(1, div, BIG if not isinstance(v.type, ir.RankedTensorType) else 1)
         op = owner.operation if hasattr(owner, "operation") else owner

@@ -62,6 +62,13 @@ def _dynamic_shared_bytes(gpu_stage: str) -> int:
     return int(m.group(1)) if m and "gpu.dynamic_shared_memory" in gpu_stage else 0
 
 
+def _ptxas_summary(log: str) -> dict:
+    """Registers, stack frame and spill bytes of the kernel, from ptxas -v."""
+    num = lambda pattern: int(m.group(1)) if (m := re.search(pattern, log)) else 0  # noqa: E731
+    return {"registers": num(r"Used (\d+) registers"), "stack_frame": num(r"(\d+) bytes stack frame"),
+            "spill_stores": num(r"(\d+) bytes spill stores"), "spill_loads": num(r"(\d+) bytes spill loads")}
+
+
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     check_toolchain()
     if getattr(kernel, "_parsed", None) is None:
@@ -84,5 +91,9 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         "shared_bytes": _dynamic_shared_bytes(compiled.stages.get("gpu", "")),
         "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
     }
+    if target != "cpu":
+        from .cubin import assemble
+
+        compiled.metadata["ptxas"] = _ptxas_summary(assemble(compiled.stages["ptx"], target)[1])
     artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()
     return compiled, artifact

@@ -1,7 +1,12 @@
-"""PTX -> cubin with the ptxas shipped in the triton wheel (CUDA 12.9)."""
+"""PTX -> cubin with the ptxas shipped in the triton wheel (CUDA 12.9).
+
+ptxas runs with -v; its resource report (registers, stack frame, spills) is
+kept, so that builds can be checked for local memory without a GPU.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
@@ -15,7 +20,9 @@ def ptxas_path() -> str:
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 
 
-def ptx_to_cubin(ptx: str, target: str) -> bytes:
+@functools.lru_cache(maxsize=64)
+def assemble(ptx: str, target: str) -> tuple[bytes, str]:
+    """(cubin, ptxas -v report) for one PTX text."""
     with tempfile.TemporaryDirectory() as d:
         src, out = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         with open(src, "w") as f:
@@ -24,4 +31,8 @@ def ptx_to_cubin(ptx: str, target: str) -> bytes:
         if r.returncode != 0:
             raise CompilationError(f"ptxas failed for {target}:\n{r.stderr.strip()}")
         with open(out, "rb") as f:
-            return f.read()
+            return f.read(), r.stderr
+
+
+def ptx_to_cubin(ptx: str, target: str) -> bytes:
+    return assemble(ptx, target)[0]

@@ -51,13 +51,19 @@ class Blocked:
 
     @staticmethod
     def default(shape: list[int], elem_bits: int, num_warps: int) -> "Blocked":
-        """Triton-like default: 16 bytes per thread along the fastest dim, then
-        lanes along that dim, then warps along the slowest dims."""
+        """Triton-like default: up to 16 bytes per thread along the fastest dim,
+        then lanes along that dim, then warps along the slowest dims."""
         rank = len(shape)
         order = tuple(range(rank - 1, -1, -1))
         spt, tpw, wpc = [1] * rank, [1] * rank, [1] * rank
         inner = rank - 1
-        spt[inner] = max(1, min(shape[inner], 128 // elem_bits))
+        total = 1
+        for d in shape:
+            total *= d
+        # Up to 16 bytes per thread, but not more than an even share: a tile
+        # smaller than the block should not leave warps holding copies.
+        share = max(1, total // (32 * num_warps))
+        spt[inner] = max(1, min(shape[inner], 128 // elem_bits, share))
         lanes = 32
         for d in order:
             room = max(1, shape[d] // (spt[d] * tpw[d]))

@@ -63,7 +63,9 @@ class TileAssignLayouts:
         bits: dict[tuple, int] = {}
         for op in ops:
             if op.name in _MEMORY_OPS:
-                for v in [*op.operands, *op.results]:
+                # The data moved decides the vector width, not the offsets or masks beside it.
+                data = op.results if op.results else [op.operands[2 if op.name == "tile.store" else 1]]
+                for v in data:
                     if isinstance(v.type, ir.RankedTensorType) and element_bits(v.type) > 8:
                         shape = tuple(ir.RankedTensorType(v.type).shape)
                         bits[shape] = max(bits.get(shape, 0), element_bits(v.type))

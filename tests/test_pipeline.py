@@ -104,3 +104,35 @@ def test_runtime_runs_from_cache_without_compiler(monkeypatch):
     env = {**os.environ, "TILE_TARGET": "sm_90"}
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert r.stdout.startswith("OK"), r.stderr
+
+
+SEED_GPU_BUILDS = {
+    # example module: (launch thunk on CPU tensors shaped like the benchmark's, expected vector loads)
+    "vector_add": (lambda m: m.add(torch.empty(1 << 16), torch.empty(1 << 16)), "ld.global.v4.b32"),
+    "fused_softmax": (lambda m: m.softmax(torch.empty(64, 4096), BLOCK=4096), "ld.global.v4.b32"),
+    "layer_norm": (lambda m: m.layer_norm(torch.empty(64, 8192, dtype=torch.float16), torch.empty(8192, dtype=torch.float16),
+                                          torch.empty(8192, dtype=torch.float16), BLOCK=2048), "ld.global.v4.b32"),
+    "add_relu_layernorm": (lambda m: m.add_relu_layernorm(*[torch.empty(64, 1024, dtype=torch.float16)] * 2,
+                                                          *[torch.empty(1024, dtype=torch.float16)] * 2), "ld.global.v4.b32"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEED_GPU_BUILDS))
+def test_seed_kernels_vectorize_without_spills(name, monkeypatch):
+    """sm_90 builds of the seed kernels: 16-byte global accesses, no local memory."""
+    import importlib
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    module = importlib.import_module(name)
+    launch, wanted = SEED_GPU_BUILDS[name]
+    kernel = next(v for v in vars(module).values() if isinstance(v, tile.Kernel))
+    kernel._launchers.clear()
+    launch(module)
+    (launcher,) = kernel._launchers.values()
+    ptx = launcher.asm["ptx"]
+    assert wanted in ptx
+    assert ".local" not in ptx
+    info = launcher.metadata["ptxas"]
+    assert info["registers"] > 0
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
