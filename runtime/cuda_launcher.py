@@ -39,9 +39,7 @@ class CudaLauncher:
         return self._function
 
     def __call__(self, grid, values, names):
-        fn = self.function()
-        import torch
-
+        fn = self._function or self.function()
         for name, v in zip(self.arg_names, values):
             if hasattr(v, "data_ptr"):
                 check_tensor(name, v, want_cuda=True)
@@ -60,5 +58,10 @@ class CudaLauncher:
                 params.append(ctypes.c_int64(v.stride(dim)))
             else:
                 params.append(_SCALARS[ty](v))
-        stream = torch.cuda.current_stream().cuda_stream
-        fn.launch(grid, self.block, params, self.shared_bytes, stream)
+        fn.launch(grid, self.block, params, self.shared_bytes, _current_stream())
+
+
+def _current_stream() -> int:
+    import torch
+
+    return torch.cuda.current_stream().cuda_stream

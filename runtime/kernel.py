@@ -54,6 +54,8 @@ class Kernel:
         self.params = list(inspect.signature(fn).parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr(p.annotation)}
         self._launchers: dict = {}
+        self._fast: dict = {}
+        self._runtime_names = [p.name for p in self.params if p.name not in self.constexprs]
         self._source_key = None
 
     def __repr__(self):
@@ -146,10 +148,25 @@ class Kernel:
         values, options = self.bind(list(args), dict(kwargs))
         return self.launcher(values, options, target or self.target_for(values))
 
+    def _fast_key(self, args, kwargs):
+        """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
+        key = [len(args), os.environ.get("TILE_TARGET"), os.environ.get("TILE_DUMP_IR")]
+        for p, v in zip(self.params, args):
+            key.append(_spec_of(v, p.name in self.constexprs))
+        for k in sorted(kwargs):
+            key.append((k, _spec_of(kwargs[k], k in self.constexprs or k in DEFAULT_OPTIONS)))
+        return tuple(key)
+
     def run(self, grid, args, kwargs):
-        values, options = self.bind(list(args), dict(kwargs))
-        target = self.target_for(values)
-        launch = self.launcher(values, options, target)
+        fast = self._fast_key(args, kwargs)
+        found = self._fast.get(fast)
+        if found is None:
+            values, options = self.bind(list(args), dict(kwargs))
+            launch = self.launcher(values, options, self.target_for(values))
+            self._fast[fast] = launch
+        else:
+            launch = found
+            values = list(args) + [kwargs[p.name] for p in self.params[len(args):]]
         if os.environ.get("TILE_COMPILE_ONLY"):
             return  # ahead-of-time builds: compile into the cache, run nothing
         if callable(grid):
@@ -162,8 +179,19 @@ class Kernel:
         if 0 in grid:
             return
         runtime = [v for p, v in zip(self.params, values) if p.name not in self.constexprs]
-        names = [p.name for p in self.params if p.name not in self.constexprs]
-        launch(grid, runtime, names)
+        launch(grid, runtime, self._runtime_names)
+
+
+def _spec_of(v, by_value: bool):
+    if by_value:
+        return ("=", v) if not _is_tensor(v) else ("tensor-as-constexpr", id(v))
+    if _is_tensor(v):
+        return (v.dtype, v.dim(), v.device.type, v.data_ptr() % 16 == 0)
+    if isinstance(v, bool):
+        return bool
+    if isinstance(v, int):
+        return (int, v == 1, v % 16 == 0, -(2**31) <= v < 2**31)
+    return type(v)
 
 
 def _divisible_args(kernel, values) -> str:
