@@ -14,4 +14,6 @@ cp __init__.py .device/src/tile/
 find .device/src -name __pycache__ -prune -exec rm -rf {} +
 TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src \
   "$PY" .device/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
+TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src \
+  "$PY" .device/src/tile/benchmarks/launch_overhead.py --compile-only
 ls .device/cache | wc -l

@@ -43,7 +43,7 @@ def softmax(x: torch.Tensor, BLOCK: int = 128) -> torch.Tensor:
     """Softmax over the last dim of a 2-D tensor; x may have any row stride (unit column stride)."""
     assert x.dim() == 2 and x.stride(1) == 1
     rows, cols = x.shape
-    out = torch.empty((rows, cols), dtype=x.dtype)
+    out = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
     single = cols <= BLOCK
     softmax_kernel[(rows,)](x, out, cols, x.stride(0), out.stride(0), BLOCK=BLOCK, SINGLE_TILE=single)
     return out

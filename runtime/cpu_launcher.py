@@ -33,6 +33,11 @@ class CpuLauncher:
             self._engine = ExecutionEngine(module, opt_level=2)
         self._args = metadata["args"]
 
+    def check(self, values):
+        for (name, kind, _), v in zip(self._args, values):
+            if kind == "tensor":
+                check_tensor(name, v, want_cuda=False)
+
     def __call__(self, grid, values, names):
         keep, packed = [], []
         for (name, kind, detail), v in zip(self._args, values):

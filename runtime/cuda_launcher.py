@@ -38,20 +38,24 @@ class CudaLauncher:
                 self._function.set_dynamic_shared_memory(self.shared_bytes)
         return self._function
 
-    def __call__(self, grid, values, names):
-        fn = self._function or self.function()
+    def check(self, values):
+        """Called once per new argument signature, not per launch."""
+        self._function or self.function()  # first: say so if there is no device at all
         for name, v in zip(self.arg_names, values):
             if hasattr(v, "data_ptr"):
                 check_tensor(name, v, want_cuda=True)
             elif not isinstance(v, (int, float)):
                 raise LaunchError(f"argument '{name}' must be a tensor or a number")
+
+    def __call__(self, grid, values, names):
+        fn = self._function or self.function()
         params = []
         for arg, part, dim, ty in self.abi:
             v = values[arg]
             if part == "ptr":
                 params.append(ctypes.c_void_p(v.data_ptr()))
             elif part == "offset":
-                params.append(ctypes.c_int64(0))
+                params.append(_ZERO)
             elif part == "size":
                 params.append(ctypes.c_int64(v.shape[dim]))
             elif part == "stride":
@@ -61,7 +65,16 @@ class CudaLauncher:
         fn.launch(grid, self.block, params, self.shared_bytes, _current_stream())
 
 
-def _current_stream() -> int:
-    import torch
+_ZERO = ctypes.c_int64(0)
+_raw_stream = None
 
-    return torch.cuda.current_stream().cuda_stream
+
+def _current_stream() -> int:
+    """torch's current stream on the current device, by the cheapest call torch offers."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _raw_stream = (lambda: get(torch.cuda.current_device())) if get else (lambda: torch.cuda.current_stream().cuda_stream)
+    return _raw_stream()

@@ -56,6 +56,7 @@ class Kernel:
         self._launchers: dict = {}
         self._fast: dict = {}
         self._runtime_names = [p.name for p in self.params if p.name not in self.constexprs]
+        self._is_const = [p.name in self.constexprs for p in self.params]
         self._source_key = None
 
     def __repr__(self):
@@ -148,27 +149,32 @@ class Kernel:
         values, options = self.bind(list(args), dict(kwargs))
         return self.launcher(values, options, target or self.target_for(values))
 
-    def _fast_key(self, args, kwargs):
+    def _fast_key(self, env, args, kwargs):
         """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
-        key = [len(args), os.environ.get("TILE_TARGET"), os.environ.get("TILE_DUMP_IR")]
-        for p, v in zip(self.params, args):
-            key.append(_spec_of(v, p.name in self.constexprs))
+        key = [len(args), env]
+        for is_const, v in zip(self._is_const, args):
+            key.append(("=", v) if is_const else _spec_of(v))
         for k in sorted(kwargs):
-            key.append((k, _spec_of(kwargs[k], k in self.constexprs or k in DEFAULT_OPTIONS)))
+            v = kwargs[k]
+            key.append((k, ("=", v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
         return tuple(key)
 
     def run(self, grid, args, kwargs):
-        fast = self._fast_key(args, kwargs)
-        found = self._fast.get(fast)
-        if found is None:
+        env = _env()
+        fast = self._fast_key(env, args, kwargs)
+        launch = self._fast.get(fast)
+        miss = launch is None
+        if miss:
             values, options = self.bind(list(args), dict(kwargs))
             launch = self.launcher(values, options, self.target_for(values))
-            self._fast[fast] = launch
         else:
-            launch = found
             values = list(args) + [kwargs[p.name] for p in self.params[len(args):]]
-        if os.environ.get("TILE_COMPILE_ONLY"):
-            return  # ahead-of-time builds: compile into the cache, run nothing
+        if env[2]:
+            return  # TILE_COMPILE_ONLY: ahead-of-time builds compile into the cache and run nothing
+        if miss:
+            # Devices and strides are checked once per argument signature; the fast key pins them.
+            launch.check([v for is_const, v in zip(self._is_const, values) if not is_const])
+            self._fast[fast] = launch
         if callable(grid):
             grid = grid({p.name: v for p, v in zip(self.params, values)})
         if isinstance(grid, int):
@@ -178,15 +184,20 @@ class Kernel:
             raise LaunchError(f"grid must be 1 to 3 non-negative ints, got {grid}")
         if 0 in grid:
             return
-        runtime = [v for p, v in zip(self.params, values) if p.name not in self.constexprs]
-        launch(grid, runtime, self._runtime_names)
+        launch(grid, [v for is_const, v in zip(self._is_const, values) if not is_const], self._runtime_names)
 
 
-def _spec_of(v, by_value: bool):
-    if by_value:
-        return ("=", v) if not _is_tensor(v) else ("tensor-as-constexpr", id(v))
-    if _is_tensor(v):
-        return (v.dtype, v.dim(), v.device.type, v.data_ptr() % 16 == 0)
+def _env() -> tuple:
+    """TILE_TARGET, TILE_DUMP_IR and TILE_COMPILE_ONLY, read on every launch (tests change them)."""
+    data = getattr(os.environ, "_data", None)
+    if data is not None and os.name == "posix":  # the raw bytes mapping: much faster than os.environ.get
+        return (data.get(b"TILE_TARGET"), data.get(b"TILE_DUMP_IR"), data.get(b"TILE_COMPILE_ONLY"))
+    return tuple(os.environ.get(k) for k in ("TILE_TARGET", "TILE_DUMP_IR", "TILE_COMPILE_ONLY"))
+
+
+def _spec_of(v):
+    if hasattr(v, "data_ptr"):
+        return (v.dtype, v.dim(), v.is_cuda, v.data_ptr() % 16 == 0, any(s < 0 for s in v.stride()))
     if isinstance(v, bool):
         return bool
     if isinstance(v, int):

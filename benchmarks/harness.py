@@ -1,0 +1,399 @@
+"""Seed-kernel benchmark: tile, Triton and torch side by side on one GPU.
+
+    python benchmarks/harness.py [--out DIR] [--only KERNEL ...] [--smoke]
+    python benchmarks/harness.py --compile-only       # CPU machine: fill the tile cache for sm_90
+
+Every output is checked against a torch reference before it is timed, so a
+fast wrong kernel is reported as a failure, never as a number. Bandwidth is
+the bytes each kernel must move (inputs read once, output written once,
+computed from the shapes) over the median time of many CUDA-event-timed runs,
+and is also given as a share of a device-to-device copy measured in the same
+run, the practical ceiling for these memory-bound kernels.
+
+The GPU machine has no MLIR, so tile kernels run there from a cache compiled
+beforehand: `--compile-only` makes the same tile launches on 'meta' tensors
+with TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1. Both passes take their launch
+parameters from `tile_config`, so they ask for the same specializations.
+Specializations see dtypes, ranks, constexprs, int arguments' divisibility by
+16 (and == 1) and 16-byte alignment of data pointers; 'meta' tensors have
+data_ptr() == 0, aligned like fresh CUDA allocations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import traceback
+
+PATCH = {"pt": 2, "st": 2, "ph": 16, "pw": 16}
+EPS = 1e-5
+SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
+SWEEP_BYTES = 256 << 20
+TOLERANCES = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float16": {"rtol": 1e-2, "atol": 1e-2}}
+EXACT = {"patch_gather"}  # pure data movement: every element must match bit for bit
+COPY_BYTES = 1 << 30
+TIMED_SECONDS = 0.25  # per measurement, after warm-up: at ~1 ms a run, a median of ~250
+MIN_REPS, MAX_REPS, WARMUP = 20, 1000, 5
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def _warps(block: int) -> int:
+    """4, 8 or 16 warps as the tile grows, keeping ~16 elements (a few 16-byte vectors) per thread."""
+    return min(max(block // 512, 4), 16)
+
+
+def tile_config(kernel: str, shape) -> dict:
+    """Constexprs and num_warps of the tile launch for a kernel at a shape; the one
+    place both passes take them from. The codegen allows at most 256 32-bit
+    registers' worth of tile elements per thread: BLOCK / (32 * num_warps) <= 256."""
+    if kernel == "vector_add":
+        cfg = {"BLOCK": 1024, "num_warps": 4}
+    elif kernel == "softmax":
+        cols = shape[-1]
+        if cols <= 8192:
+            cfg = {"BLOCK": next_pow2(cols), "SINGLE_TILE": True, "num_warps": _warps(next_pow2(cols))}
+        else:
+            cfg = {"BLOCK": 4096, "SINGLE_TILE": False, "num_warps": 8}
+    elif kernel == "layer_norm":
+        block = min(next_pow2(shape[-1]), 4096)
+        cfg = {"BLOCK": block, "num_warps": _warps(block)}
+    elif kernel == "add_relu_layernorm":
+        block = next_pow2(shape[-1])  # the kernel holds the whole row in one tile
+        cfg = {"BLOCK": block, "num_warps": _warps(block)}
+    elif kernel == "patch_gather":
+        n_k = shape[2] * PATCH["pt"] * PATCH["ph"] * PATCH["pw"]
+        cfg = {"BLOCK": next_pow2(n_k), "num_warps": 4}
+    else:
+        raise KeyError(kernel)
+    if cfg["BLOCK"] // (32 * cfg["num_warps"]) > 256:
+        raise ValueError(f"{kernel} {shape}: BLOCK {cfg['BLOCK']} is too large a tile for {cfg['num_warps']} warps")
+    return cfg
+
+
+def cases(smoke: bool = False) -> list[dict]:
+    """The benchmark points. --smoke divides the row (or batch) count only, which no
+    specialization sees, so a smoke run needs no more compiled kernels."""
+    main = [("vector_add", (1 << 26,), "float32"),
+            ("softmax", (16384, 4096), "float32"), ("softmax", (4096, 32768), "float32"),
+            ("layer_norm", (16384, 8192), "float16"), ("add_relu_layernorm", (16384, 8192), "float16"),
+            ("patch_gather", (8, 16, 3, 224, 224), "float16")]
+    out = [{"kernel": k, "shape": s, "dtype": d, "group": "main"} for k, s, d in main]
+    for kernel, dtype, size in (("softmax", "float32", 4), ("layer_norm", "float16", 2)):
+        for cols in SWEEP_COLS:
+            out.append({"kernel": kernel, "shape": (SWEEP_BYTES // (size * cols), cols), "dtype": dtype, "group": "sweep"})
+    if smoke:
+        for c in out:
+            s = c["shape"]
+            c["shape"] = (s[0] // 64,) if len(s) == 1 else (1, *s[1:]) if len(s) == 5 else (max(s[0] // 64, 1), s[1])
+    return out
+
+
+def nbytes(kernel: str, shape, itemsize: int) -> int:
+    """Bytes a kernel must move at least: each input element read once, each output written once."""
+    if kernel == "vector_add":
+        return 3 * shape[0] * itemsize
+    if kernel == "softmax":
+        return 2 * shape[0] * shape[1] * itemsize
+    if kernel == "layer_norm":
+        return (2 * shape[0] + 2) * shape[1] * itemsize
+    if kernel == "add_relu_layernorm":
+        return (3 * shape[0] + 2) * shape[1] * itemsize
+    if kernel == "patch_gather":
+        B, T, C, H, W = shape
+        n_t = (T - PATCH["pt"]) // PATCH["st"] + 1
+        return 2 * B * n_t * (H // PATCH["ph"]) * (W // PATCH["pw"]) * C * PATCH["pt"] * PATCH["ph"] * PATCH["pw"] * itemsize
+    raise KeyError(kernel)
+
+
+def make_inputs(kernel: str, shape, dtype, device: str) -> tuple:
+    """Random inputs; on 'meta' they have no data, and only their specialization matters."""
+    import torch
+
+    def t(*s, scale=1.0, shift=0.0):
+        return (torch.randn(s, device=device) * scale + shift).to(dtype)
+
+    if kernel == "vector_add":
+        return t(*shape), t(*shape)
+    if kernel == "softmax":
+        return (t(*shape, scale=4.0),)
+    if kernel == "layer_norm":
+        return t(*shape, scale=2.0, shift=1.0), t(shape[1]), t(shape[1])
+    if kernel == "add_relu_layernorm":
+        return t(*shape), t(*shape), t(shape[1]), t(shape[1])
+    if kernel == "patch_gather":
+        B, T, C, H, W = shape
+        # Stored channels-last, read as (B, T, C, H, W): a strided view with a unit channel stride.
+        return (t(B, T, H, W, C).permute(0, 1, 4, 2, 3),)
+    raise KeyError(kernel)
+
+
+def _examples():
+    """The tile kernels, imported from the examples folder of the tile package in use
+    (on the GPU machine, the snapshot whose sources the cache keys hash)."""
+    import tile
+
+    path = os.path.join(os.path.dirname(os.path.abspath(tile.__file__)), "examples")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import add_relu_layernorm
+    import fused_softmax
+    import layer_norm
+    import patch_gather
+    import vector_add
+
+    return vector_add, fused_softmax, layer_norm, add_relu_layernorm, patch_gather
+
+
+def tile_impl(kernel: str, shape):
+    """A function of the inputs that launches the tile kernel with `tile_config` and returns
+    its output. It launches the example's kernel directly, not its wrapper, to pass
+    num_warps (and because fused_softmax.softmax allocates its output on the CPU)."""
+    import torch
+
+    vector_add, fused_softmax, layer_norm, arln, patch_gather = _examples()
+    cfg = dict(tile_config(kernel, shape))
+    if kernel == "vector_add":
+        def run(x, y):
+            out, n = torch.empty_like(x), x.numel()
+            vector_add.add_kernel[((n + cfg["BLOCK"] - 1) // cfg["BLOCK"],)](x, y, out, n, **cfg)
+            return out
+    elif kernel == "softmax":
+        def run(x):
+            out = torch.empty_like(x)
+            fused_softmax.softmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), out.stride(0), **cfg)
+            return out
+    elif kernel == "layer_norm":
+        def run(x, w, b):
+            out = torch.empty_like(x)
+            layer_norm.layer_norm_kernel[(x.shape[0],)](x, w, b, out, x.shape[1], x.stride(0), out.stride(0), EPS, **cfg)
+            return out
+    elif kernel == "add_relu_layernorm":
+        def run(x, r, w, b):
+            out = torch.empty_like(x)
+            arln.add_relu_layernorm_kernel[(x.shape[0],)](x, r, w, b, out, x.shape[1], EPS, **cfg)
+            return out
+    elif kernel == "patch_gather":
+        def run(video):
+            B, T, C, H, W = video.shape
+            p = PATCH
+            n_t, n_h, n_w, n_k = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"], C * p["pt"] * p["ph"] * p["pw"]
+            out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
+            patch_gather.patch_gather_kernel[(B * n_t, n_h, n_w)](
+                video, out, n_t, n_k, *video.stride(), ST=p["st"], PT=p["pt"], PH=p["ph"], PW=p["pw"], **cfg)
+            return out
+    else:
+        raise KeyError(kernel)
+    return run, cfg
+
+
+def torch_impl(kernel: str):
+    """What a torch user would write: eager ops, unfused where torch has no fused op."""
+    import torch
+    import torch.nn.functional as F
+
+    def gather(video):
+        B, T, C, H, W = video.shape
+        p = PATCH
+        n_t, n_h, n_w = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"]
+        v = video[..., : n_h * p["ph"], : n_w * p["pw"]].unfold(1, p["pt"], p["st"])  # B, nT, C, H, W, pt
+        v = v.unflatten(3, (n_h, p["ph"])).unflatten(5, (n_w, p["pw"]))  # B, nT, C, nH, ph, nW, pw, pt
+        return v.permute(0, 1, 3, 5, 2, 7, 4, 6).reshape(B, n_t, n_h, n_w, -1)
+
+    return {
+        "vector_add": lambda x, y: x + y,
+        "softmax": lambda x: torch.softmax(x, dim=1),
+        "layer_norm": lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b, EPS),
+        "add_relu_layernorm": lambda x, r, w, b: F.layer_norm(torch.relu(x + r), x.shape[-1:], w, b, EPS),
+        "patch_gather": gather,
+    }[kernel]
+
+
+def reference(kernel: str, inputs):
+    """The expected output, computed in f32 and cast to the output dtype."""
+    import torch
+    import torch.nn.functional as F
+
+    if kernel == "vector_add":
+        return inputs[0] + inputs[1]
+    if kernel == "softmax":
+        return torch.softmax(inputs[0].float(), dim=1).to(inputs[0].dtype)
+    if kernel == "layer_norm":
+        x, w, b = inputs
+        return F.layer_norm(x.float(), x.shape[-1:], w.float(), b.float(), EPS).to(x.dtype)
+    if kernel == "add_relu_layernorm":
+        return _examples()[3].reference(*inputs, eps=EPS)
+    if kernel == "patch_gather":
+        return _examples()[4].reference(inputs[0], **PATCH)
+    raise KeyError(kernel)
+
+
+def triton_impl(kernel: str, shape):
+    import triton_kernels as tk  # imported only here: the compile-only pass never needs Triton
+
+    fns = {"vector_add": tk.add, "softmax": tk.softmax, "layer_norm": lambda x, w, b: tk.layer_norm(x, w, b, EPS),
+           "add_relu_layernorm": lambda x, r, w, b: tk.add_relu_layernorm(x, r, w, b, EPS),
+           "patch_gather": lambda v: tk.patch_gather(v, **PATCH)}
+    return fns[kernel], tk.config_for(kernel, shape)
+
+
+def time_ms(fn, sync) -> tuple[float, int]:
+    """Median milliseconds of fn over many runs, each bracketed by CUDA events; the
+    repetition count is sized from a short probe so each point takes ~TIMED_SECONDS."""
+    import torch
+
+    for _ in range(WARMUP):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        fn()
+    sync()
+    probe = (time.perf_counter() - t0) / 3
+    reps = int(min(max(TIMED_SECONDS / max(probe, 1e-6), MIN_REPS), MAX_REPS))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    sync()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), reps
+
+
+def copy_ceiling_gbs() -> float:
+    """GB/s of a 1 GiB device-to-device copy, counting bytes read plus bytes written."""
+    import torch
+
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    ms, _ = time_ms(lambda: dst.copy_(src), torch.cuda.synchronize)
+    return 2 * COPY_BYTES / (ms * 1e-3) / 1e9
+
+
+def compile_only(selected: list[dict]) -> int:
+    """Make every tile launch of the GPU pass on 'meta' tensors, compiling into the cache."""
+    import torch
+
+    failures = 0
+    t_all = time.perf_counter()
+    for c in selected:
+        t0 = time.perf_counter()
+        try:
+            run, cfg = tile_impl(c["kernel"], c["shape"])
+            run(*make_inputs(c["kernel"], c["shape"], getattr(torch, c["dtype"]), "meta"))
+            status = "compiled"
+        except Exception as e:  # noqa: BLE001  (report every config, whatever fails)
+            failures += 1
+            cfg, status = {}, "FAIL " + "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
+        print(f"{c['kernel']:20s} {str(c['shape']):24s} {c['dtype']:8s} {time.perf_counter() - t0:6.2f}s {cfg} {status}",
+              flush=True)
+    print(f"compile-only: {len(selected)} launches, {failures} failed, {time.perf_counter() - t_all:.1f}s", flush=True)
+    return 1 if failures else 0
+
+
+def _check_and_time(fn, inputs, expected, tol, sync) -> dict:
+    import torch
+
+    try:
+        out = fn(*inputs)
+        sync()
+    except Exception as e:  # noqa: BLE001  (a failing implementation is a result, not the end of the run)
+        return {"status": "error", "detail": "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]}
+    try:
+        torch.testing.assert_close(out, expected, **tol)
+    except AssertionError as e:
+        return {"status": "mismatch", "detail": str(e)[:2000]}
+    del out
+    try:
+        ms, reps = time_ms(lambda: fn(*inputs), sync)
+    except Exception as e:  # noqa: BLE001
+        return {"status": "error", "detail": "timing: " + repr(e)[:2000]}
+    return {"status": "ok", "ms": ms, "reps": reps}
+
+
+def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
+    import torch
+
+    import report
+
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    sync = torch.cuda.synchronize
+    ceiling = copy_ceiling_gbs()
+    print(f"copy ceiling: {ceiling:.0f} GB/s (1 GiB device-to-device, read + write)", flush=True)
+    steps = len(selected) * 3
+    bar = tqdm(total=steps, unit="run", dynamic_ncols=True) if tqdm else None
+    results = []
+    for c in selected:
+        kernel, shape, dtype = c["kernel"], c["shape"], getattr(torch, c["dtype"])
+        entry = {**c, "shape": list(shape), "bytes": nbytes(kernel, shape, dtype.itemsize), "impls": {}}
+        try:
+            torch.manual_seed(0)
+            inputs = make_inputs(kernel, shape, dtype, "cuda")
+            expected = reference(kernel, inputs)
+        except Exception as e:  # noqa: BLE001
+            entry["error"] = "inputs/reference: " + repr(e)[:2000]
+            results.append(entry)
+            if bar:
+                bar.update(3)
+            continue
+        tol = {"rtol": 0, "atol": 0} if kernel in EXACT else TOLERANCES[c["dtype"]]
+        for impl in ("tile", "triton", "torch"):
+            if bar:
+                bar.set_description(f"{kernel} {'x'.join(map(str, shape))} {impl}")
+            try:
+                fn, cfg = (tile_impl(kernel, shape) if impl == "tile" else triton_impl(kernel, shape) if impl == "triton"
+                           else (torch_impl(kernel), {}))
+                r = {"config": cfg, **_check_and_time(fn, inputs, expected, tol, sync)}
+            except Exception as e:  # noqa: BLE001
+                r = {"status": "error", "detail": "setup: " + "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]}
+            if r["status"] == "ok":
+                r["gbs"] = entry["bytes"] / (r["ms"] * 1e-3) / 1e9
+                r["pct_of_copy"] = 100 * r["gbs"] / ceiling
+            entry["impls"][impl] = r
+            if bar:
+                bar.update(1)
+            elif r["status"] != "ok":
+                print(f"{kernel} {shape} {impl}: {r['status']}", flush=True)
+        del inputs, expected
+        results.append(entry)
+    if bar:
+        bar.close()
+    meta = report.run_metadata(command, ceiling)
+    report.write_all(out_dir, results, meta)
+    bad = [(e["kernel"], e["shape"], i) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
+    bad += [(e["kernel"], e["shape"], "all") for e in results if "error" in e]
+    print(f"wrote {out_dir}; {len(bad)} failed: {bad}", flush=True)
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--compile-only", action="store_true", help="CPU machine: compile the tile launches for sm_90, run nothing")
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="output folder (default $OUT)")
+    ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
+    ap.add_argument("--group", choices=["main", "sweep"], help="only the main points or only the sweep")
+    ap.add_argument("--smoke", action="store_true", help="fewer rows, same specializations: a quick end-to-end check")
+    args = ap.parse_args()
+    selected = [c for c in cases(args.smoke) if (not args.only or c["kernel"] in args.only)
+                and (not args.group or c["group"] == args.group)]
+    if args.compile_only:
+        os.environ.setdefault("TILE_TARGET", "sm_90")
+        os.environ["TILE_COMPILE_ONLY"] = "1"
+        return compile_only(selected)
+    out_dir = args.out or os.path.join(os.getcwd(), "bench-out")
+    os.makedirs(out_dir, exist_ok=True)
+    command = " ".join([os.path.basename(sys.executable), *sys.argv])
+    return benchmark(selected, out_dir, command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

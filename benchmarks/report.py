@@ -1,0 +1,153 @@
+"""Writing a harness run down: per-kernel JSON, a bar chart and a markdown summary.
+
+Kept apart from harness.py so the measuring code stays short; only the GPU pass
+imports it (matplotlib is not needed to fill the cache).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from collections import defaultdict
+
+IMPLS = ("tile", "triton", "torch")
+COLORS = {"tile": "#1f77b4", "triton": "#ff7f0e", "torch": "#7f7f7f"}
+
+
+def run_metadata(command: str, ceiling_gbs: float) -> dict:
+    """Where and how the numbers were taken, so a results folder explains itself."""
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except Exception as e:  # noqa: BLE001  (the report still says what failed)
+        triton_version = f"unavailable ({e!r})"[:200]
+    return {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
+        "torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton_version,
+        "python": platform.python_version(), "command": command,
+        "copy_ceiling_gbs": ceiling_gbs,
+    }
+
+
+def _label(entry) -> str:
+    return f"{entry['kernel']} {'x'.join(map(str, entry['shape']))} {entry['dtype'].replace('float', 'f')}"
+
+
+def _cell(r) -> str:
+    if r is None:
+        return "-"
+    if r["status"] != "ok":
+        return f"**{r['status']}**"
+    return f"{r['gbs']:.0f} ({r['pct_of_copy']:.0f}%)"
+
+
+def _ratio(entry) -> str:
+    a, b = entry["impls"].get("tile"), entry["impls"].get("triton")
+    if a and b and a["status"] == b["status"] == "ok":
+        return f"{b['ms'] / a['ms']:.2f}x"
+    return "-"
+
+
+def write_json(out_dir: str, results: list, meta: dict) -> list[str]:
+    by_kernel = defaultdict(list)
+    for e in results:
+        by_kernel[e["kernel"]].append(e)
+    paths = []
+    for kernel, entries in by_kernel.items():
+        path = os.path.join(out_dir, f"{kernel}.json")
+        with open(path, "w") as f:
+            json.dump({"meta": meta, "results": entries}, f, indent=1)
+        paths.append(path)
+    return paths
+
+
+def write_markdown(out_dir: str, results: list, meta: dict) -> str:
+    lines = [
+        "# Seed kernels: tile vs Triton vs torch", "",
+        f"- date: {meta['date_utc']}", f"- device: {meta['device']}",
+        f"- torch {meta['torch']} (CUDA {meta['cuda']}), triton {meta['triton']}, python {meta['python']}",
+        f"- command: `{meta['command']}`",
+        f"- copy ceiling: {meta['copy_ceiling_gbs']:.0f} GB/s (1 GiB device-to-device copy, read + write)", "",
+        "GB/s counts each input read once and the output written once; in parentheses, % of the copy ceiling. "
+        "Every output was checked against torch before timing; a failed check is shown instead of a number. "
+        "tile/triton: Triton's time over tile's (above 1: tile is faster).", "",
+        "| kernel | shape | dtype | tile GB/s | Triton GB/s | torch GB/s | tile vs Triton | tile config |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for e in results:
+        cfg = (e["impls"].get("tile") or {}).get("config", "")
+        cells = [_cell(e["impls"].get(i)) for i in IMPLS] if "error" not in e else ["**error**"] * 3
+        lines.append(f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['dtype']} | "
+                     + " | ".join(cells) + f" | {_ratio(e)} | `{cfg}` |")
+    failures = [(e, i, r) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
+    failures += [(e, "all", {"status": "error", "detail": e["error"]}) for e in results if "error" in e]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for e, impl, r in failures:
+            detail = r.get("detail", "").replace("\n", " ")[:600]
+            lines.append(f"- {_label(e)} / {impl}: {r['status']}: {detail}")
+    path = os.path.join(out_dir, "summary.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def _bars(ax, entries, labels, ceiling, title):
+    width = 0.27
+    for k, impl in enumerate(IMPLS):
+        xs, ys = [], []
+        for j, e in enumerate(entries):
+            r = e["impls"].get(impl)
+            if r and r["status"] == "ok":
+                xs.append(j + (k - 1) * width)
+                ys.append(r["gbs"])
+        ax.bar(xs, ys, width, label=impl, color=COLORS[impl])
+    ax.axhline(ceiling, color="black", linestyle="--", linewidth=1, label=f"copy {ceiling:.0f} GB/s")
+    ax.set_xticks(range(len(entries)))
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("GB/s")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+def write_chart(out_dir: str, results: list, meta: dict) -> str:
+    """One PNG: the main points, then each sweep against row length."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    main = [e for e in results if e["group"] == "main"]
+    sweeps = defaultdict(list)
+    for e in results:
+        if e["group"] == "sweep":
+            sweeps[(e["kernel"], e["dtype"])].append(e)
+    panels = ([("main", main)] if main else []) + list(sweeps.items())
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 4.2 * len(panels)), squeeze=False)
+    ceiling = meta["copy_ceiling_gbs"]
+    for ax, (key, entries) in zip(axes[:, 0], panels):
+        if key == "main":
+            _bars(ax, entries, [_label(e) for e in entries], ceiling, f"{meta['device']}: seed kernels")
+        else:
+            labels = [f"{e['shape'][1]} cols\n{e['shape'][0]} rows" for e in entries]
+            _bars(ax, entries, labels, ceiling, f"{key[0]} {key[1]}, ~256 MiB, by row length")
+    fig.tight_layout()
+    path = os.path.join(out_dir, "bench.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_all(out_dir: str, results: list, meta: dict) -> None:
+    """Each output on its own, so one failing (say, matplotlib) loses only that file."""
+    for writer in (write_json, write_markdown, write_chart):
+        try:
+            writer(out_dir, results, meta)
+        except Exception as e:  # noqa: BLE001
+            print(f"{writer.__name__} failed: {e!r}", flush=True)

@@ -1,0 +1,208 @@
+"""Triton reference kernels for the seed benchmarks, written in the style of the
+Triton tutorials, so the harness can put tile next to what a Triton user would
+write by hand for the same job.
+
+This module imports triton at the top, so the harness imports it only in the
+GPU pass (the compile-only pass on the CPU machine never touches Triton). Each
+kernel has a host wrapper with the same calling convention as the matching
+example in examples/; block sizes and warp counts follow the tutorials'
+heuristics, chosen here and returned by `config_for` so the harness can record
+them.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+# The longest row a softmax program holds in registers at once, as for tile,
+# so both run the same algorithm (one read per element, or two when chunked).
+SOFTMAX_MAX_SINGLE = 8192
+SOFTMAX_CHUNK = 4096
+LAYER_NORM_MAX_BLOCK = 4096
+
+
+def _warps(block: int) -> int:
+    """More warps for longer rows, so each thread holds a few 16-byte vectors."""
+    return min(max(block // 512, 4), 16)
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def softmax_row_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    v = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(v - tl.max(v, axis=0))
+    tl.store(out_ptr + row * out_row_stride + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+@triton.jit
+def softmax_looped_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK: tl.constexpr):
+    """Online softmax: a running max and a rescaled running sum per lane, then a second pass to write."""
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_row_stride
+    out_row = out_ptr + row * out_row_stride
+    cols = tl.arange(0, BLOCK)
+    m = tl.full((BLOCK,), -float("inf"), tl.float32)
+    s = tl.zeros((BLOCK,), tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        v = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, v)
+        scale = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
+        s = s * scale + tl.where(mask, tl.exp(v - m_new), 0.0)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    row_sum = tl.sum(s * tl.exp(m - row_max), axis=0)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        v = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_row + start + cols, tl.exp(v - row_max) / row_sum, mask=mask)
+
+
+@triton.jit
+def layer_norm_fwd_kernel(x_ptr, w_ptr, b_ptr, out_ptr, x_row_stride, out_row_stride, n_cols, eps,
+                          BLOCK: tl.constexpr, ONE_BLOCK: tl.constexpr):
+    """f32 statistics whatever the storage dtype. A row that fits one block stays in
+    registers (variance from centred values); a longer one is read twice."""
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_row_stride
+    out_row = out_ptr + row * out_row_stride
+    cols = tl.arange(0, BLOCK)
+    if ONE_BLOCK:
+        mask = cols < n_cols
+        v = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.sum(v, axis=0) / n_cols
+        centred = tl.where(mask, v - mean, 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+        w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+        tl.store(out_row + cols, (centred * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        acc = tl.zeros((BLOCK,), tl.float32)
+        acc_sq = tl.zeros((BLOCK,), tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            v = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=0.0).to(tl.float32)
+            acc += v
+            acc_sq += v * v
+        mean = tl.sum(acc, axis=0) / n_cols
+        var = tl.maximum(tl.sum(acc_sq, axis=0) / n_cols - mean * mean, 0.0)
+        rstd = 1.0 / tl.sqrt(var + eps)
+        for start in range(0, n_cols, BLOCK):
+            mask = start + cols < n_cols
+            v = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + start + cols, mask=mask).to(tl.float32)
+            b = tl.load(b_ptr + start + cols, mask=mask).to(tl.float32)
+            tl.store(out_row + start + cols, ((v - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def add_relu_layernorm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, out_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    offs = row * n_cols + cols
+    h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) + tl.load(r_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    h = tl.maximum(h, 0.0)
+    mean = tl.sum(h, axis=0) / n_cols
+    centred = tl.where(mask, h - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (centred * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def patch_gather_kernel(video_ptr, out_ptr, n_t, n_k, s_b, s_t, s_c, s_h, s_w, ST: tl.constexpr, PT: tl.constexpr,
+                        PH: tl.constexpr, PW: tl.constexpr, BLOCK: tl.constexpr):
+    """One program per patch; k indexes (c, dt, dy, dx) of the flattened patch."""
+    clip = tl.program_id(0)
+    py = tl.program_id(1)
+    px = tl.program_id(2)
+    b = clip // n_t
+    i = clip % n_t
+    k = tl.arange(0, BLOCK)
+    c = k // (PT * PH * PW)
+    dt = (k // (PH * PW)) % PT
+    dy = (k // PW) % PH
+    dx = k % PW
+    src = b * s_b + (i * ST + dt) * s_t + c * s_c + (py * PH + dy) * s_h + (px * PW + dx) * s_w
+    patch = (clip * tl.num_programs(1) + py) * tl.num_programs(2) + px
+    mask = k < n_k
+    tl.store(out_ptr + patch * n_k + k, tl.load(video_ptr + src, mask=mask), mask=mask)
+
+
+def config_for(kernel: str, shape) -> dict:
+    """The launch parameters the wrappers below use for this kernel and shape."""
+    if kernel == "vector_add":
+        return {"BLOCK": 1024, "num_warps": 4}
+    if kernel == "patch_gather":
+        return {"num_warps": 4}
+    block = triton.next_power_of_2(shape[-1])
+    if kernel == "softmax":
+        if block <= SOFTMAX_MAX_SINGLE:
+            return {"BLOCK": block, "looped": False, "num_warps": _warps(block)}
+        return {"BLOCK": SOFTMAX_CHUNK, "looped": True, "num_warps": _warps(SOFTMAX_CHUNK)}
+    if kernel == "layer_norm":
+        block = min(block, LAYER_NORM_MAX_BLOCK)
+        return {"BLOCK": block, "num_warps": _warps(block)}
+    if kernel == "add_relu_layernorm":
+        return {"BLOCK": block, "num_warps": _warps(block)}
+    raise KeyError(kernel)
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    cfg = config_for("vector_add", x.shape)
+    add_kernel[(triton.cdiv(n, cfg["BLOCK"]),)](x, y, out, n, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return out
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over dim 1 of a 2-D tensor with unit column stride."""
+    rows, cols = x.shape
+    out = torch.empty_like(x)
+    cfg = config_for("softmax", x.shape)
+    kernel = softmax_looped_kernel if cfg["looped"] else softmax_row_kernel
+    kernel[(rows,)](out, x, x.stride(0), out.stride(0), cols, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return out
+
+
+def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    rows, cols = x.shape
+    out = torch.empty_like(x)
+    cfg = config_for("layer_norm", x.shape)
+    layer_norm_fwd_kernel[(rows,)](x, w, b, out, x.stride(0), out.stride(0), cols, eps, BLOCK=cfg["BLOCK"],
+                                   ONE_BLOCK=cfg["BLOCK"] >= cols, num_warps=cfg["num_warps"])
+    return out
+
+
+def add_relu_layernorm(x, r, w, b, eps: float = 1e-5) -> torch.Tensor:
+    """x and r contiguous (rows, cols); the whole row is one block."""
+    rows, cols = x.shape
+    out = torch.empty_like(x)
+    cfg = config_for("add_relu_layernorm", x.shape)
+    add_relu_layernorm_kernel[(rows,)](x, r, w, b, out, cols, eps, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    return out
+
+
+def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int) -> torch.Tensor:
+    """Same layout as examples/patch_gather.py: (B, nT, nH, nW, C*pt*ph*pw), video read through its strides."""
+    B, T, C, H, W = video.shape
+    n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw
+    out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
+    cfg = config_for("patch_gather", video.shape)
+    patch_gather_kernel[(B * n_t, n_h, n_w)](video, out, n_t, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw,
+                                             BLOCK=triton.next_power_of_2(n_k), num_warps=cfg["num_warps"])
+    return out
