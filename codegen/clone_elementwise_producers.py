@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..passes.registry import register_pass
-from .convert_tile_to_linalg import collect
+from ..passes.walk import collect
 
 _PURE_DIALECTS = ("arith.", "math.", "linalg.index", "linalg.yield")
 

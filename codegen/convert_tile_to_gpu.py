@@ -31,13 +31,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, memref, scf
 
 from ..dialects.layout import Blocked, encoding_of
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
 from .axis_info import AxisInfo
-from .convert_tile_to_linalg import const_index, flat_view, to_index
+from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution
 from .register_vectors import bits as _bits
 from .register_vectors import elements as _elements

@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
 from ..passes.registry import register_pass
+from ..passes.walk import collect
 
 DYN = ir.ShapedType.get_dynamic_size()
 
@@ -299,18 +300,6 @@ def strip_encodings(module_op):
         return ir.WalkResult.ADVANCE
 
     module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
-
-
-def collect(module_op, names) -> list:
-    found = []
-
-    def visit(op):
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 @register_pass("convert-tile-to-linalg")

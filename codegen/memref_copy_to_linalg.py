@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from ..passes.registry import register_pass
-from .convert_tile_to_linalg import collect
+from ..passes.walk import collect
 
 
 @register_pass("memref-copy-to-linalg")

@@ -20,7 +20,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from ..passes.registry import register_pass
-from .convert_tile_to_linalg import collect
+from ..passes.walk import collect
 
 
 def kernel_functions(module_op) -> list:

@@ -35,7 +35,7 @@ from mlir.dialects import arith, gpu, memref, scf
 
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
-from .convert_tile_to_linalg import collect
+from ..passes.walk import collect
 from .tile_cpu_grid import kernel_functions
 
 STATIC_SHARED_LIMIT = 48 * 1024

@@ -13,7 +13,7 @@ import operator
 
 from lark import Token, Tree
 from mlir import ir
-from mlir.dialects import arith, func, scf
+from mlir.dialects import func, scf
 
 from . import dtypes, language, semantics
 from .builtins import EMITTERS, tensor_method, tile_method

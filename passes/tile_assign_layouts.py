@@ -23,6 +23,7 @@ from mlir import ir
 from ..dialects import tile_ops
 from ..dialects.layout import Blocked, encoding_of, with_encoding
 from .registry import register_pass
+from .walk import all_ops
 
 _MEMORY_OPS = {"tile.load", "tile.store", "tile.load_tile", "tile.store_tile"}
 # Ops whose tile operands must share the result's layout (elementwise in effect).
@@ -36,17 +37,6 @@ def element_bits(ty: ir.Type) -> int:
     if isinstance(elem, ir.IndexType):
         return 64
     return ir.FloatType(elem).width
-
-
-def _all_ops(root) -> list:
-    ops = []
-
-    def visit(op):
-        ops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return ops
 
 
 def _tiles(op) -> list:
@@ -72,11 +62,11 @@ class TileAssignLayouts:
         return bits
 
     def run(self, module_op):
-        for fn in [op for op in _all_ops(module_op) if op.name == "func.func"]:
+        for fn in [op for op in all_ops(module_op) if op.name == "func.func"]:
             self.assign(fn)
 
     def assign(self, fn):
-        ops = _all_ops(fn)
+        ops = all_ops(fn)
         bits = self.layouts_by_shape(ops)
         for op in ops:
             for v in _tiles(op):

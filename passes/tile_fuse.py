@@ -32,6 +32,7 @@ from mlir import ir
 
 from mlir.dialects import scf
 from .registry import register_pass
+from .walk import blocks_of
 
 GROUP_ATTR = "tile.fusion_group"
 FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.reduce", "tile.convert_layout"}
@@ -79,18 +80,6 @@ def fuse(group: list) -> None:
         for use in list(v.uses):
             if use.owner != term and use.owner not in members:
                 use.owner.operands[use.operand_number] = r
-
-
-def blocks_of(module_op) -> list:
-    blocks = []
-
-    def visit(op):
-        for region in op.regions:
-            blocks.extend(region.blocks)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return blocks
 
 
 @register_pass("tile-fuse")

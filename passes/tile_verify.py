@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlir import ir
-
 from ..dialects.op_definition import REGISTRY
 from ..frontend.errors import TileError
 from .registry import register_pass
+from .walk import all_ops
 
 
 class VerifyError(TileError):
@@ -24,17 +23,11 @@ class VerifyError(TileError):
 
 def verify_module(module_op) -> list[tuple[object, str]]:
     errors = []
-
-    def check(op):
-        name = op.operation.name
-        if name.startswith("tile."):
-            d = REGISTRY.get(name[5:])
-            message = d.verify(op.operation) if d and d.verify else None
-            if message:
-                errors.append((op.operation.location, f"'{name}' op {message}"))
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(check, ir.WalkOrder.PRE_ORDER)
+    for op in all_ops(module_op):
+        definition = REGISTRY.get(op.name[5:]) if op.name.startswith("tile.") else None
+        message = definition.verify(op) if definition and definition.verify else None
+        if message:
+            errors.append((op.location, f"'{op.name}' op {message}"))
     return errors
 
 
