@@ -2,8 +2,9 @@
 # Compile the examples for the H200 (sm_90) on a machine without a GPU, into
 # .device/ (git-ignored): a snapshot of the package sources in .device/src/tile
 # and the cubins in .device/cache. Then carry .device to the GPU machine and run
-#   bash benchmarks/run_on_device.sh
-# there (it needs only torch).
+#   bash benchmarks/run_on_device.sh      # the examples against torch
+#   bash benchmarks/bench_on_device.sh    # the benchmarks, into $OUT
+# there (they need only torch, plus Triton for the comparison).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -12,8 +13,9 @@ rm -rf .device && mkdir -p .device/src/tile
 for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$d" .device/src/tile/; done
 cp __init__.py .device/src/tile/
 find .device/src -name __pycache__ -prune -exec rm -rf {} +
-TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src \
-  "$PY" .device/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
-TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src \
-  "$PY" .device/src/tile/benchmarks/launch_overhead.py --compile-only
+export TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src
+"$PY" .device/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
+# The launches bench_on_device.sh makes, same shapes and configs, on 'meta' tensors.
+"$PY" .device/src/tile/benchmarks/harness.py --compile-only
+"$PY" .device/src/tile/benchmarks/launch_overhead.py --compile-only
 ls .device/cache | wc -l

@@ -16,7 +16,7 @@ IMPLS = ("tile", "triton", "torch")
 COLORS = {"tile": "#1f77b4", "triton": "#ff7f0e", "torch": "#7f7f7f"}
 
 
-def run_metadata(command: str, ceiling_gbs: float) -> dict:
+def run_metadata(command: str, ceiling_gbs: float, copy_bytes: int) -> dict:
     """Where and how the numbers were taken, so a results folder explains itself."""
     import torch
 
@@ -31,7 +31,7 @@ def run_metadata(command: str, ceiling_gbs: float) -> dict:
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
         "torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton_version,
         "python": platform.python_version(), "command": command,
-        "copy_ceiling_gbs": ceiling_gbs,
+        "copy_ceiling_gbs": ceiling_gbs, "copy_bytes": copy_bytes,
     }
 
 
@@ -73,10 +73,11 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         f"- date: {meta['date_utc']}", f"- device: {meta['device']}",
         f"- torch {meta['torch']} (CUDA {meta['cuda']}), triton {meta['triton']}, python {meta['python']}",
         f"- command: `{meta['command']}`",
-        f"- copy ceiling: {meta['copy_ceiling_gbs']:.0f} GB/s (1 GiB device-to-device copy, read + write)", "",
+        f"- copy ceiling: {meta['copy_ceiling_gbs']:.0f} GB/s ({meta['copy_bytes'] >> 20} MiB device-to-device copy, "
+        "bytes read + written)", "",
         "GB/s counts each input read once and the output written once; in parentheses, % of the copy ceiling. "
         "Every output was checked against torch before timing; a failed check is shown instead of a number. "
-        "tile/triton: Triton's time over tile's (above 1: tile is faster).", "",
+        "tile vs Triton: Triton's time over tile's (above 1x: tile is faster).", "",
         "| kernel | shape | dtype | tile GB/s | Triton GB/s | torch GB/s | tile vs Triton | tile config |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -111,9 +112,11 @@ def _bars(ax, entries, labels, ceiling, title):
     ax.axhline(ceiling, color="black", linestyle="--", linewidth=1, label=f"copy {ceiling:.0f} GB/s")
     ax.set_xticks(range(len(entries)))
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    top = max([ceiling] + [r["gbs"] for e in entries for r in e["impls"].values() if r["status"] == "ok"])
+    ax.set_ylim(0, top * 1.2)  # headroom for the legend above the bars
     ax.set_ylabel("GB/s")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper right", ncol=4)
 
 
 def write_chart(out_dir: str, results: list, meta: dict) -> str:
