@@ -301,6 +301,10 @@ def compile_only(selected: list[dict]) -> int:
 def _check_and_time(fn, inputs, expected, tol, sync) -> dict:
     import torch
 
+    # Poison: the caching allocator hands the freed NaN block to the implementation's
+    # output next, so an element it never writes fails the check instead of passing on stale data.
+    poison = torch.full_like(expected, float("nan")) if expected.is_floating_point() else torch.full_like(expected, -1)
+    del poison
     try:
         out = fn(*inputs)
         sync()
