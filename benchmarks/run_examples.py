@@ -51,8 +51,15 @@ def main() -> int:
         results.append({"example": name, "status": status, "seconds": round(time.perf_counter() - t0, 2), "detail": detail})
         print(f"{name:22s} {status:8s} {results[-1]['seconds']:7.2f}s {detail[:300]}", flush=True)
     if args.out:
+        import datetime
+
+        import torch
+
+        device = torch.cuda.get_device_name() if args.device == "cuda" else args.device
+        record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  "device": device, "torch": torch.__version__, "command": " ".join(sys.argv), "results": results}
         with open(os.path.join(args.out, f"examples-{args.device}.json"), "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump(record, f, indent=1)
     return 0 if all(r["status"] in ("ok", "compiled", "missing") for r in results) else 1
 
 
