@@ -69,6 +69,14 @@ def _ptxas_summary(log: str) -> dict:
             "spill_stores": num(r"(\d+) bytes spill stores"), "spill_loads": num(r"(\d+) bytes spill loads")}
 
 
+def _tensor_core_dots(module) -> bool:
+    """True unless the kernel has a dot that mma.sync cannot do here (not f16, or K not a multiple of 16)."""
+    for m in re.finditer(r'"tile.dot"\(.*?\) : \(tensor<(\d+)x(\d+)x(\w+)', str(module)):
+        if m.group(3) != "f16" or int(m.group(2)) % 16:  # bf16: nvgpu.mma.sync cannot lower it yet
+            return False
+    return True
+
+
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     check_toolchain()
     if getattr(kernel, "_parsed", None) is None:
@@ -76,8 +84,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = emit_kernel(kernel._parsed, kernel.fn.__globals__, kernel.name, signature)
-        if target != "cpu" and "tile.dot" in str(module):
-            options = {**options, "codegen": "linalg"}  # dot is not distributed by layouts yet
+        if target != "cpu" and not _tensor_core_dots(module):
+            options = {**options, "codegen": "linalg"}  # f32 dots have no tensor-core path yet
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
     abi = expected_abi(signature)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]

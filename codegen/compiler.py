@@ -99,8 +99,31 @@ def _first_error(diagnostics) -> tuple[str, object]:
     return "", None
 
 
+class _Diagnostics:
+    """Holds the context's error diagnostics: a handler must take every one, since an
+    error nobody handles inside a nested pass pipeline aborts the whole process in
+    these bindings (an assertion), where it should have raised."""
+
+    def __init__(self, ctx: ir.Context):
+        self.errors: list[tuple[str, object]] = []
+        self.handle = ctx.attach_diagnostic_handler(self._take)
+
+    def _take(self, d) -> bool:
+        if d.severity == ir.DiagnosticSeverity.ERROR:
+            self.errors.append((str(d.message), d.location))
+        return True
+
+    def detach(self):
+        self.handle.detach()
+
+
+_active: list[_Diagnostics] = []
+
+
 def _raise_from_mlir(e: ir.MLIRError, stage: str):
     message, loc = _first_error(getattr(e, "error_diagnostics", []))
+    if not message and _active and _active[-1].errors:
+        message, loc = _active[-1].errors[0]
     m = re.match(r'loc\("(.*)":(\d+):(\d+)\)', str(loc)) if loc is not None else None
     if m:
         filename, line, col = m.group(1), int(m.group(2)), int(m.group(3))
@@ -142,6 +165,16 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
             out.dumps.append((f"{counter[0]:02d}-{label}.{ext}", content))
 
     ctx = ctx or make_context()
+    diagnostics = _Diagnostics(ctx)
+    _active.append(diagnostics)
+    try:
+        return _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx)
+    finally:
+        _active.pop()
+        diagnostics.detach()
+
+
+def _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx) -> Compiled:
     with ctx, ir.Location.unknown():
         if isinstance(value, str) and stages[names.index(start)].ext == "mlir":
             value = ir.Module.parse(value)

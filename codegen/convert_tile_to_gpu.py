@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 
-from ..dialects.layout import Blocked, encoding_of
+from ..dialects.layout import Blocked, Mma, encoding_of
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
 from .axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
-from .distributed_layout import Distribution
+from .distributed_layout import Distribution, MmaDistribution
 from .register_vectors import bits as _bits
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
@@ -57,21 +57,24 @@ class Translator:
     def __init__(self, fn, block, num_warps: int, divisibility: dict):
         self.map: dict = {}
         self.num_warps, self.threads = num_warps, num_warps * 32
-        self.entry = ir.InsertionPoint.at_block_begin(block)
         self.axis = AxisInfo(divisibility)
         self.coords_memo: dict = {}
         self.scratch_bytes = 0
         self._scratch = None
-        with self.entry:
+        with ir.InsertionPoint(block):
             tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
             self.warp = arith.shrui(tid, _i32(5))
+            # Values every later op may use (coordinates, the scratch buffer) go before this
+            # anchor, so that they dominate the body, which is appended after it.
+            anchor = arith.ConstantOp(ir.IntegerType.get_signless(32), 0)
+        self.entry = ir.InsertionPoint(anchor.operation)
 
     # ---- layouts and coordinates -------------------------------------------------
     def dist(self, v) -> Distribution:
         t = ir.RankedTensorType(v.type)
         layout = encoding_of(t) or Blocked.default(list(t.shape), _bits(t.element_type), self.num_warps)
-        d = Distribution(layout, tuple(t.shape))
+        d = (MmaDistribution if isinstance(layout, Mma) else Distribution)(layout, tuple(t.shape))
         if d.num_registers * max(_bits(t.element_type), 32) // 32 > MAX_REGISTERS:
             raise TileError(f"tile too large: a tile of shape {list(t.shape)} needs {d.num_registers} registers per thread with "
                             f"{self.num_warps} warps, more than {MAX_REGISTERS}: use a smaller block or more warps")
@@ -85,6 +88,9 @@ class Translator:
         """Per dim, the i32 vector of the coordinates this thread's registers hold."""
         if dist in self.coords_memo:
             return self.coords_memo[dist]
+        if isinstance(dist, MmaDistribution):
+            self.coords_memo[dist] = self.mma_coords(dist)
+            return self.coords_memo[dist]
         L, out = dist.layout, []
         with self.entry:
             for d in range(dist.rank):
@@ -97,6 +103,17 @@ class Translator:
                 out.append(arith.remui(c, _splat(_i32(dist.shape[d]), dist.num_registers)))
         self.coords_memo[dist] = out
         return out
+
+    def mma_coords(self, dist: MmaDistribution) -> list:
+        (wm, wn), (tm, tn) = dist.layout.warps, dist.warp_tile
+        rows, cols = dist.register_offsets()
+        n = dist.num_registers
+        with self.entry:
+            group, t = arith.shrui(self.lane, _i32(2)), arith.andi(self.lane, _i32(3))
+            warp_m, warp_n = arith.divui(self.warp, _i32(wn)), arith.remui(self.warp, _i32(wn))
+            row0 = arith.addi(arith.muli(warp_m, _i32(tm)), group)
+            col0 = arith.addi(arith.muli(warp_n, _i32(tn)), arith.muli(t, _i32(2)))
+            return [arith.addi(_splat(row0, n), _ivec(rows)), arith.addi(_splat(col0, n), _ivec(cols))]
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int):
@@ -113,6 +130,12 @@ class Translator:
 
     def exchange(self, src_vec, src_dist: Distribution, src_coords, elem, targets: list, dst_n: int):
         """Write every register at its linear index in shared memory, then read `targets` (linear i32 vector)."""
+        if isinstance(elem, ir.IntegerType) and elem.width == 1:
+            # Memory holds bytes: the LLVM lowering of memref aborts on an i1 store.
+            i8 = ir.IntegerType.get_signless(8)
+            wide = arith.extui(ir.VectorType.get([src_dist.num_registers], i8), src_vec)
+            got = self.exchange(wide, src_dist, src_coords, i8, targets, dst_n)
+            return arith.cmpi(arith.CmpIPredicate.ne, got, _splat(arith.ConstantOp(i8, 0).result, dst_n))
         n = 1
         for s in src_dist.shape:
             n *= s
@@ -142,7 +165,8 @@ class Translator:
     def eval_at(self, v, coords: list, n: int):
         """The values of tile v at the given per-dim coordinate vectors (n registers)."""
         t = ir.RankedTensorType(v.type)
-        if not self.rematerializable(v):
+        shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in _REMAT
+        if not shape_op and not self.rematerializable(v):
             src_dist = self.dist(v)
             strides = src_dist.linear_strides()
             lin = None
@@ -280,6 +304,7 @@ class Translator:
 
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
+    from .distributed_dot import op_tile_dot  # noqa: E402
 
 
 def _divisibility(fn, specialization: dict) -> dict:

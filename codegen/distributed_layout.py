@@ -94,3 +94,50 @@ class Distribution:
         for d in range(self.rank - 1, -1, -1):
             strides[d], s = s, s * self.shape[d]
         return strides
+
+
+@dataclass(frozen=True)
+class MmaDistribution:
+    """Where the elements of a tile in `#tile.mma` layout live (the m16n8 accumulator).
+
+    Warp (wm, wn) owns rows [wm * BM/WM, ...) and columns [wn * BN/WN, ...) and
+    repeats 16 x 8 fragments over them; in fragment (rm, rn) a thread with
+    lane = 4 * group + t holds, in registers i = 0..3,
+    row rm*16 + group + 8*(i // 2) and column rn*8 + 2*t + i % 2.
+    Register number: ((rm * reps_n) + rn) * 4 + i.
+    """
+
+    layout: object  # dialects.layout.Mma
+    shape: tuple[int, ...]
+
+    rank = 2
+    vector_width = 2
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return self.shape[0] // self.layout.warps[0], self.shape[1] // self.layout.warps[1]
+
+    @property
+    def reps(self) -> tuple[int, int]:
+        m, n = self.warp_tile
+        return m // 16, n // 8
+
+    @property
+    def num_registers(self) -> int:
+        return self.reps[0] * self.reps[1] * 4
+
+    def register(self, rm: int, rn: int, i: int) -> int:
+        return (rm * self.reps[1] + rn) * 4 + i
+
+    def register_offsets(self) -> tuple[list[int], list[int]]:
+        """Per register, the row and column offsets from the thread's base position."""
+        rows, cols = [], []
+        for rm in range(self.reps[0]):
+            for rn in range(self.reps[1]):
+                for i in range(4):
+                    rows.append(rm * 16 + 8 * (i // 2))
+                    cols.append(rn * 8 + i % 2)
+        return rows, cols
+
+    def linear_strides(self) -> list[int]:
+        return [self.shape[1], 1]

@@ -71,7 +71,7 @@ def nvvm(target: str) -> list[str]:
     features = "+ptx80"
     return [
         f"nvvm-attach-target{{chip={target} features={features} O=3}}",
-        "gpu.module(math-expand-ops, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+        "gpu.module(math-expand-ops, convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
         "convert-gpu-to-nvvm{index-bitwidth=64}, canonicalize, cse, reconcile-unrealized-casts)",
         "reconcile-unrealized-casts",
     ]

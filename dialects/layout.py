@@ -24,6 +24,10 @@ ATTRIBUTE_IRDL = """  irdl.attribute @blocked {
     %p2 = irdl.any
     %p3 = irdl.any
     irdl.parameters(size_per_thread: %p0, threads_per_warp: %p1, warps_per_cta: %p2, order: %p3)
+  }
+  irdl.attribute @mma {
+    %w = irdl.any
+    irdl.parameters(warps: %w)
   }"""
 
 
@@ -81,13 +85,52 @@ class Blocked:
         return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
 
 
-def encoding_of(ty: ir.Type) -> Blocked | None:
+@dataclass(frozen=True)
+class Mma:
+    """The accumulator layout of `mma.sync.m16n8k16`: `#tile.mma<[2, 2]>` puts a
+    2 x 2 grid of warps on the tile; each warp repeats 16 x 8 accumulator
+    fragments over its part, each thread holding 4 values of each fragment.
+    """
+
+    warps: tuple[int, int]
+    order = (1, 0)  # a thread's two values in a fragment row are neighbours
+
+    def __str__(self) -> str:
+        return f"#tile.mma<[{self.warps[0]}, {self.warps[1]}]>"
+
+    def attr(self) -> ir.Attribute:
+        return ir.Attribute.parse(str(self))
+
+    @staticmethod
+    def parse(attr: ir.Attribute) -> "Mma | None":
+        text = str(attr)
+        if not text.startswith("#tile.mma<"):
+            return None
+        return Mma(tuple(int(x) for x in re.findall(r"\d+", text)))
+
+    @staticmethod
+    def for_shape(shape: list[int], num_warps: int) -> "Mma | None":
+        """Warps as square as the tile allows; None if the tile does not fit whole fragments."""
+        if len(shape) != 2:
+            return None
+        wm = num_warps
+        while wm > 1 and (shape[0] % (16 * wm) or wm * wm > num_warps * 2):
+            wm //= 2
+        wn = num_warps // wm
+        if shape[0] % (16 * wm) or shape[1] % (8 * wn):
+            return None
+        return Mma((wm, wn))
+
+
+def encoding_of(ty: ir.Type) -> "Blocked | Mma | None":
     if not isinstance(ty, ir.RankedTensorType):
         return None
     enc = ir.RankedTensorType(ty).encoding
-    return Blocked.parse(enc) if enc is not None else None
+    if enc is None:
+        return None
+    return Blocked.parse(enc) or Mma.parse(enc)
 
 
-def with_encoding(ty: ir.Type, layout: Blocked | None) -> ir.Type:
+def with_encoding(ty: ir.Type, layout) -> ir.Type:
     t = ir.RankedTensorType(ty)
     return ir.RankedTensorType.get(list(t.shape), t.element_type, layout.attr() if layout else None)

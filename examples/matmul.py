@@ -66,7 +66,8 @@ def reference(a, b, bias, activation="gelu"):
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
-    for dtype, (M, N, K) in ((torch.float32, (70, 45, 37)), (torch.bfloat16, (64, 96, 80))):
+    cases = ((torch.float32, (70, 45, 37)), (torch.bfloat16, (64, 96, 80)), (torch.float16, (100, 72, 48)))
+    for dtype, (M, N, K) in cases:
         a = torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(N, K, device=device, dtype=dtype).t()  # column-major, through its strides
         bias = torch.randn(N, device=device, dtype=dtype)
@@ -74,7 +75,8 @@ def main(device: str = "cpu") -> None:
         want = reference(a, b, bias)
         tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2 * math.sqrt(K))
         torch.testing.assert_close(got, want, **tol)
-    print(f"matmul: f32 {(70, 45, 37)} and bf16 {(64, 96, 80)} (column-major b) + bias + gelu on {device} match torch")
+    shapes = ", ".join(f"{str(d).split('.')[-1]} {s}" for d, s in cases)
+    print(f"matmul: {shapes} (column-major b) + bias + gelu on {device} match torch")
 
 
 if __name__ == "__main__":

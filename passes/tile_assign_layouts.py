@@ -4,7 +4,7 @@ Our own pass (upstream has no distributed-layout notion). First version: all
 tiles of one shape in a function share one blocked layout, chosen from that
 shape, `num_warps` and the widest element type that memory ops of that shape
 move (16 bytes per thread along the fastest dim, lanes next, warps on the
-slowest dims). Elementwise chains, masks and offsets therefore agree with the
+slowest dims); tiles shaped like a `dot` accumulator take `#tile.mma`. Elementwise chains, masks and offsets therefore agree with the
 loads and stores they feed. Where an op's operand still disagrees with the
 layout of its result, a `tile.convert_layout` is inserted.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..dialects import tile_ops
-from ..dialects.layout import Blocked, encoding_of, with_encoding
+from ..dialects.layout import Blocked, Mma, encoding_of, with_encoding
 from .registry import register_pass
 from .walk import all_ops
 
@@ -68,11 +68,14 @@ class TileAssignLayouts:
     def assign(self, fn):
         ops = all_ops(fn)
         bits = self.layouts_by_shape(ops)
+        # Tiles shaped like a dot's accumulator take the tensor-core accumulator layout.
+        mma = {tuple(ir.RankedTensorType(op.results[0].type).shape) for op in ops if op.name == "tile.dot"}
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
                     shape = list(ir.RankedTensorType(v.type).shape)
-                    layout = Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
+                    layout = Mma.for_shape(shape, self.num_warps) if tuple(shape) in mma else None
+                    layout = layout or Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
                     v.set_type(with_encoding(v.type, layout))
         # Keep the signature in step with the entry block's arguments.
         entry = fn.regions[0].blocks[0]

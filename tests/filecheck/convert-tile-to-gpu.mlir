@@ -49,6 +49,7 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 // memory between two barriers.
 
 // CHECK-LABEL: gpu.func @row_sum
+// CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory
 // CHECK-COUNT-7: arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32, %c32_i32 : f32
@@ -56,7 +57,6 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 // CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK-NOT: gpu.shuffle
-// CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory
 // CHECK: %[[VIEW:.*]] = memref.view %[[SMEM]]{{.*}} to memref<4xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
