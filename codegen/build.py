@@ -70,9 +70,9 @@ def _ptxas_summary(log: str) -> dict:
 
 
 def _tensor_core_dots(module) -> bool:
-    """True unless the kernel has a dot that mma.sync cannot do here (not f16, or K not a multiple of 16)."""
+    """True unless the kernel has a dot that mma.sync cannot do (f32 operands, K not a multiple of 16)."""
     for m in re.finditer(r'"tile.dot"\(.*?\) : \(tensor<(\d+)x(\d+)x(\w+)', str(module)):
-        if m.group(3) != "f16" or int(m.group(2)) % 16:  # bf16: nvgpu.mma.sync cannot lower it yet
+        if m.group(3) not in ("f16", "bf16") or int(m.group(2)) % 16:
             return False
     return True
 

@@ -4,14 +4,15 @@ The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): each
 warp owns a block of 16 x 8 fragments. The operand tiles are staged in shared
 memory, row-major; each thread then reads its A fragments (16 x 16, 8 values)
 and B fragments (16 x 8, 4 values) from there and issues one `nvgpu.mma.sync`
-per fragment pair and 16-wide step of K. First version: operands reach shared
+per fragment pair and 16-wide step of K (bf16: the `nvvm.mma.sync` op
+itself, since nvgpu's cannot lower bf16). First version: operands reach shared
 memory through registers, with no `ldmatrix`, swizzling or `cp.async` yet.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, nvgpu, vector
+from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
@@ -25,6 +26,34 @@ def _stage(self, value, buf, base: int, row_stride: int):
     rows, cols = (elements(c, dist.num_registers) for c in self.coords(dist))
     for v, r, c in zip(elements(self.value(value), dist.num_registers), rows, cols):
         memref.StoreOp(v, buf, [to_index(arith.addi(arith.muli(r, i32(row_stride)), arith.addi(c, i32(base))))])
+
+
+def _pack(frag, rows: int, elem):
+    """Each row of a fragment (two 16-bit values) as one i32, low half first, as PTX wants."""
+    i32_ty, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], elem)
+    one = ir.VectorType.get([1], i32_ty)
+    return [vector.extract(vector.BitCastOp(one, vector.extract(frag, [], [r])).result, [], [0]) for r in range(rows)]
+
+
+def _mma(a_frag, b_frag, acc: list, elem) -> list:
+    """One m16n8k16 step: four f32 accumulators in, four out."""
+    f32 = ir.F32Type.get()
+    if str(elem) == "f16":
+        c = vector.FromElementsOp(ir.VectorType.get([2, 2], f32), acc).result
+        d = nvgpu.MmaSyncOp(c.type, a_frag, b_frag, c, [16, 8, 16]).result
+        return [vector.extract(d, [], [i // 2, i % 2]) for i in range(4)]
+    # bf16: nvgpu.mma.sync cannot lower it, so emit the nvvm op (operands packed in i32).
+    struct = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
+    attrs = {
+        "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"), "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
+        "multiplicandAPtxType": ir.Attribute.parse("#nvvm.mma_type<bf16>"),
+        "multiplicandBPtxType": ir.Attribute.parse("#nvvm.mma_type<bf16>"),
+        "shape": ir.Attribute.parse("#nvvm.shape<m = 16, n = 8, k = 16>"),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 2, 4]),
+    }
+    operands = _pack(a_frag, 4, elem) + _pack(b_frag, 2, elem) + acc
+    d = ir.Operation.create("nvvm.mma.sync", results=[struct], operands=operands, attributes=attrs).result
+    return [llvm.ExtractValueOp(f32, d, [i]).result for i in range(4)]
 
 
 def op_tile_dot(self, op):
@@ -50,7 +79,7 @@ def op_tile_dot(self, op):
     col0 = arith.addi(arith.muli(warp_n, i32(tn)), group)  # this thread's first B column
     t2 = arith.muli(t, i32(2))
     load = lambda lin: memref.LoadOp(buf, [to_index(lin)]).result  # noqa: E731
-    a_ty, b_ty, c_ty = (ir.VectorType.get(s, e) for s, e in (([4, 2], elem), ([2, 2], elem), ([2, 2], f32)))
+    a_ty, b_ty = ir.VectorType.get([4, 2], elem), ir.VectorType.get([2, 2], elem)
     regs = elements(self.value(acc), cd.num_registers)
     for ks in range(K // 16):
         a_frags = []
@@ -71,8 +100,7 @@ def op_tile_dot(self, op):
             b_frag = vector.FromElementsOp(b_ty, vals).result
             for rm in range(reps_m):
                 idx = [cd.register(rm, rn, i) for i in range(4)]
-                c = vector.FromElementsOp(c_ty, [regs[j] for j in idx]).result
-                d = nvgpu.MmaSyncOp(c_ty, a_frags[rm], b_frag, c, [16, 8, 16]).result
+                out = _mma(a_frags[rm], b_frag, [regs[j] for j in idx], elem)
                 for i, j in enumerate(idx):
-                    regs[j] = vector.extract(d, [], [i // 2, i % 2])
+                    regs[j] = out[i]
     self.map[op.results[0]] = from_elements(regs, f32)

@@ -136,3 +136,22 @@ def test_seed_kernels_vectorize_without_spills(name, monkeypatch):
     info = launcher.metadata["ptxas"]
     assert info["registers"] > 0
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_matmul_uses_tensor_cores(dtype, target, monkeypatch):
+    import matmul
+
+    monkeypatch.setenv("TILE_TARGET", target)
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    matmul.matmul_kernel._launchers.clear()
+    a, b, bias = torch.empty(64, 80, dtype=dtype), torch.empty(96, 80, dtype=dtype).t(), torch.empty(96, dtype=dtype)
+    matmul.matmul(a, b, bias, BM=64, BN=64, BK=32)
+    (launcher,) = matmul.matmul_kernel._launchers.values()
+    kind = "bf16.bf16" if dtype == torch.bfloat16 else "f16.f16"
+    # 4 warps in a 2 x 2 grid, each 32 x 32: 2 x 4 fragments, 2 steps of K per 32-wide tile.
+    assert launcher.asm["ptx"].count(f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.f32") == 16
+    assert "#tile.mma<[2, 2]>" in launcher.asm["tile-opt"]
+    info = launcher.metadata["ptxas"]
+    assert info["spill_stores"] == info["stack_frame"] == 0, info
