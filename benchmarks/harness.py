@@ -8,7 +8,11 @@ fast wrong kernel is reported as a failure, never as a number. Bandwidth is
 the bytes each kernel must move (inputs read once, output written once,
 computed from the shapes) over the median time of many CUDA-event-timed runs,
 and is also given as a share of a device-to-device copy measured in the same
-run, the practical ceiling for these memory-bound kernels.
+run, the practical ceiling for these memory-bound kernels. The matmul points
+(group "matmul") are compute-bound instead: their metric is TFLOP/s
+(2*M*N*K / time), given as a share of torch.matmul's (cuBLAS) TFLOP/s measured
+in the same run, and their timing is capped so the group stays well under a
+minute however slow an implementation is.
 
 The GPU machine has no MLIR, so tile kernels run there from a cache compiled
 beforehand: `--compile-only` makes the same tile launches on 'meta' tensors
@@ -37,6 +41,14 @@ EXACT = {"patch_gather"}  # pure data movement: every element must match bit for
 COPY_BYTES = 1 << 30
 TIMED_SECONDS = 0.4  # per measurement, after warm-up: at ~1 ms a run, a median of ~400
 MIN_REPS, MAX_REPS, WARMUP = 20, 2000, 5
+# Matmul: bf16 in, f32 accumulation, bf16 out. Inputs are scaled so outputs are O(1),
+# so one absolute tolerance fits every size. 8192^3 is ~1.5 ms for cuBLAS and maybe
+# 10-50 ms (or worse) for tile: few warm-up runs, one probe, a short timed window and a
+# low floor on the repetition count keep the 4 points x 3 implementations under ~30 s.
+MATMUL_KERNELS = ("matmul", "matmul_bias_gelu")
+MATMUL_SIZES = (4096, 8192)  # M = N = K
+MATMUL_TOL = {"rtol": 2e-2, "atol": 2e-2}
+MATMUL_TIMING = {"seconds": 0.25, "min_reps": 3, "max_reps": 200, "warmup": 2, "probe": 1}
 
 
 def next_pow2(n: int) -> int:
@@ -69,6 +81,14 @@ def tile_config(kernel: str, shape) -> dict:
     elif kernel == "patch_gather":
         n_k = shape[2] * PATCH["pt"] * PATCH["ph"] * PATCH["pw"]
         cfg = {"BLOCK": next_pow2(n_k), "num_warps": 4}
+    elif kernel in MATMUL_KERNELS:
+        # shape = (M, N, K). A 128x128 f32 accumulator over 8 warps is 64 elements a thread.
+        cfg = {"BM": 128, "BN": 128, "BK": 32, "GROUP": 8, "num_warps": 8,
+               "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none"}
+        if cfg["BM"] * cfg["BN"] // (32 * cfg["num_warps"]) > 256:
+            raise ValueError(f"{kernel} {shape}: a {cfg['BM']}x{cfg['BN']} accumulator is too large for "
+                             f"{cfg['num_warps']} warps")
+        return cfg
     else:
         raise KeyError(kernel)
     if cfg["BLOCK"] // (32 * cfg["num_warps"]) > 256:
@@ -88,9 +108,15 @@ def cases(smoke: bool = False) -> list[dict]:
     for kernel, dtype, size in (("softmax", "float32", 4), ("layer_norm", "float16", 2)):
         for cols in SWEEP_COLS:
             out.append({"kernel": kernel, "shape": (SWEEP_BYTES // (size * cols), cols), "dtype": dtype, "group": "sweep"})
+    for kernel in MATMUL_KERNELS:
+        for n in MATMUL_SIZES:
+            out.append({"kernel": kernel, "shape": (n, n, n), "dtype": "bfloat16", "group": "matmul"})
     if smoke:
         for c in out:
             s = c["shape"]
+            if c["kernel"] in MATMUL_KERNELS:  # fewer rows of A (M stays a multiple of 16)
+                c["shape"] = (s[0] // 64, *s[1:])
+                continue
             c["shape"] = (s[0] // 64,) if len(s) == 1 else (1, *s[1:]) if len(s) == 5 else (max(s[0] // 64, 1), s[1])
     return out
 
@@ -109,7 +135,18 @@ def nbytes(kernel: str, shape, itemsize: int) -> int:
         B, T, C, H, W = shape
         n_t = (T - PATCH["pt"]) // PATCH["st"] + 1
         return 2 * B * n_t * (H // PATCH["ph"]) * (W // PATCH["pw"]) * C * PATCH["pt"] * PATCH["ph"] * PATCH["pw"] * itemsize
+    if kernel in MATMUL_KERNELS:
+        M, N, K = shape
+        return (M * K + K * N + M * N + N) * itemsize
     raise KeyError(kernel)
+
+
+def flops(kernel: str, shape) -> int | None:
+    """Floating-point operations of a compute-bound kernel (its metric is then TFLOP/s); None for the others."""
+    if kernel in MATMUL_KERNELS:
+        M, N, K = shape
+        return 2 * M * N * K
+    return None
 
 
 def make_inputs(kernel: str, shape, dtype, device: str) -> tuple:
@@ -131,6 +168,12 @@ def make_inputs(kernel: str, shape, dtype, device: str) -> tuple:
         B, T, C, H, W = shape
         # Stored channels-last, read as (B, T, C, H, W): a strided view with a unit channel stride.
         return (t(B, T, H, W, C).permute(0, 1, 4, 2, 3),)
+    if kernel in MATMUL_KERNELS:
+        M, N, K = shape
+        # a ~ N(0, 1/K), b ~ N(0, 1): each output element is ~ N(0, 1). The plain case
+        # gets a zero bias (the tile kernel always adds one; see tile_impl).
+        bias = t(N) if kernel == "matmul_bias_gelu" else torch.zeros(N, device=device, dtype=dtype)
+        return t(M, K, scale=K ** -0.5), t(K, N), bias
     raise KeyError(kernel)
 
 
@@ -149,6 +192,13 @@ def _examples():
     import vector_add
 
     return vector_add, fused_softmax, layer_norm, add_relu_layernorm, patch_gather
+
+
+def _matmul_example():
+    _examples()  # puts the examples folder on sys.path
+    import matmul
+
+    return matmul
 
 
 def tile_impl(kernel: str, shape):
@@ -188,6 +238,18 @@ def tile_impl(kernel: str, shape):
             patch_gather.patch_gather_kernel[(B * n_t, n_h, n_w)](
                 video, out, n_t, n_k, *video.stride(), ST=p["st"], PT=p["pt"], PH=p["ph"], PW=p["pw"], **cfg)
             return out
+    elif kernel in MATMUL_KERNELS:
+        mm = _matmul_example()
+
+        # The kernel always loads and adds the bias; the plain case passes a zero bias
+        # vector (make_inputs), which costs ~nothing next to the GEMM (N loads per tile).
+        def run(a, b, bias):
+            M, K = a.shape
+            N = b.shape[1]
+            out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+            grid = (((M + cfg["BM"] - 1) // cfg["BM"]) * ((N + cfg["BN"] - 1) // cfg["BN"]),)
+            mm.matmul_kernel[grid](a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **cfg)
+            return out
     else:
         raise KeyError(kernel)
     return run, cfg
@@ -212,6 +274,8 @@ def torch_impl(kernel: str):
         "layer_norm": lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b, EPS),
         "add_relu_layernorm": lambda x, r, w, b: F.layer_norm(torch.relu(x + r), x.shape[-1:], w, b, EPS),
         "patch_gather": gather,
+        "matmul": lambda a, b, bias: torch.matmul(a, b),  # cuBLAS
+        "matmul_bias_gelu": lambda a, b, bias: F.gelu(torch.matmul(a, b) + bias, approximate="tanh"),
     }[kernel]
 
 
@@ -231,6 +295,8 @@ def reference(kernel: str, inputs):
         return _examples()[3].reference(*inputs, eps=EPS)
     if kernel == "patch_gather":
         return _examples()[4].reference(inputs[0], **PATCH)
+    if kernel in MATMUL_KERNELS:  # f32 matmul (TF32 is off by default in torch), + bias, [gelu], to bf16
+        return _matmul_example().reference(*inputs, activation="gelu" if kernel == "matmul_bias_gelu" else "none")
     raise KeyError(kernel)
 
 
@@ -239,24 +305,27 @@ def triton_impl(kernel: str, shape):
 
     fns = {"vector_add": tk.add, "softmax": tk.softmax, "layer_norm": lambda x, w, b: tk.layer_norm(x, w, b, EPS),
            "add_relu_layernorm": lambda x, r, w, b: tk.add_relu_layernorm(x, r, w, b, EPS),
-           "patch_gather": lambda v: tk.patch_gather(v, **PATCH)}
+           "patch_gather": lambda v: tk.patch_gather(v, **PATCH),
+           "matmul": lambda a, b, bias: tk.matmul(a, b),  # no bias: Triton's epilogue is optional
+           "matmul_bias_gelu": lambda a, b, bias: tk.matmul(a, b, bias, activation="gelu")}
     return fns[kernel], tk.config_for(kernel, shape)
 
 
-def time_ms(fn, sync) -> tuple[float, int]:
+def time_ms(fn, sync, seconds: float = TIMED_SECONDS, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS,
+            warmup: int = WARMUP, probe: int = 3) -> tuple[float, int]:
     """Median milliseconds of fn over many runs, each bracketed by CUDA events; the
-    repetition count is sized from a short probe so each point takes ~TIMED_SECONDS."""
+    repetition count is sized from a short probe so each point takes ~`seconds`."""
     import torch
 
-    for _ in range(WARMUP):
+    for _ in range(warmup):
         fn()
     sync()
     t0 = time.perf_counter()
-    for _ in range(3):
+    for _ in range(probe):
         fn()
     sync()
-    probe = (time.perf_counter() - t0) / 3
-    reps = int(min(max(TIMED_SECONDS / max(probe, 1e-6), MIN_REPS), MAX_REPS))
+    per_run = (time.perf_counter() - t0) / probe
+    reps = int(min(max(seconds / max(per_run, 1e-6), min_reps), max_reps))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for s, e in zip(starts, ends):
@@ -298,7 +367,7 @@ def compile_only(selected: list[dict]) -> int:
     return 1 if failures else 0
 
 
-def _check_and_time(fn, inputs, expected, tol, sync) -> dict:
+def _check_and_time(fn, inputs, expected, tol, sync, timing=None) -> dict:
     import torch
 
     # Poison: the caching allocator hands the freed NaN block to the implementation's
@@ -316,7 +385,7 @@ def _check_and_time(fn, inputs, expected, tol, sync) -> dict:
         return {"status": "mismatch", "detail": str(e)[:2000]}
     del out
     try:
-        ms, reps = time_ms(lambda: fn(*inputs), sync)
+        ms, reps = time_ms(lambda: fn(*inputs), sync, **(timing or {}))
     except Exception as e:  # noqa: BLE001
         return {"status": "error", "detail": "timing: " + repr(e)[:2000]}
     return {"status": "ok", "ms": ms, "reps": reps}
@@ -340,6 +409,9 @@ def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
     for c in selected:
         kernel, shape, dtype = c["kernel"], c["shape"], getattr(torch, c["dtype"])
         entry = {**c, "shape": list(shape), "bytes": nbytes(kernel, shape, dtype.itemsize), "impls": {}}
+        n_flops = flops(kernel, shape)
+        if n_flops:
+            entry["flops"] = n_flops
         try:
             torch.manual_seed(0)
             inputs = make_inputs(kernel, shape, dtype, "cuda")
@@ -350,24 +422,34 @@ def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
             if bar:
                 bar.update(3)
             continue
-        tol = {"rtol": 0, "atol": 0} if kernel in EXACT else TOLERANCES[c["dtype"]]
+        tol = ({"rtol": 0, "atol": 0} if kernel in EXACT else MATMUL_TOL if kernel in MATMUL_KERNELS
+               else TOLERANCES[c["dtype"]])
+        timing = MATMUL_TIMING if kernel in MATMUL_KERNELS else None
         for impl in ("tile", "triton", "torch"):
             if bar:
                 bar.set_description(f"{kernel} {'x'.join(map(str, shape))} {impl}")
             try:
                 fn, cfg = (tile_impl(kernel, shape) if impl == "tile" else triton_impl(kernel, shape) if impl == "triton"
                            else (torch_impl(kernel), {}))
-                r = {"config": cfg, **_check_and_time(fn, inputs, expected, tol, sync)}
+                r = {"config": cfg, **_check_and_time(fn, inputs, expected, tol, sync, timing)}
             except Exception as e:  # noqa: BLE001
                 r = {"status": "error", "detail": "setup: " + "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]}
             if r["status"] == "ok":
                 r["gbs"] = entry["bytes"] / (r["ms"] * 1e-3) / 1e9
-                r["pct_of_copy"] = 100 * r["gbs"] / ceiling
+                if n_flops:
+                    r["tflops"] = n_flops / (r["ms"] * 1e-3) / 1e12
+                else:
+                    r["pct_of_copy"] = 100 * r["gbs"] / ceiling
             entry["impls"][impl] = r
             if bar:
                 bar.update(1)
             elif r["status"] != "ok":
                 print(f"{kernel} {shape} {impl}: {r['status']}", flush=True)
+        if n_flops:  # compute-bound: the reference is cuBLAS (torch) in this run, not the copy ceiling
+            ref = entry["impls"].get("torch", {})
+            for r in entry["impls"].values():
+                if r["status"] == "ok" and ref.get("status") == "ok":
+                    r["pct_of_torch"] = 100 * r["tflops"] / ref["tflops"]
         del inputs, expected
         results.append(entry)
     if bar:
@@ -385,7 +467,7 @@ def main() -> int:
     ap.add_argument("--compile-only", action="store_true", help="CPU machine: compile the tile launches for sm_90, run nothing")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="output folder (default $OUT)")
     ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
-    ap.add_argument("--group", choices=["main", "sweep"], help="only the main points or only the sweep")
+    ap.add_argument("--group", choices=["main", "sweep", "matmul"], help="only the main points, the sweep or the matmuls")
     ap.add_argument("--smoke", action="store_true", help="fewer rows, same specializations: a quick end-to-end check")
     args = ap.parse_args()
     selected = [c for c in cases(args.smoke) if (not args.only or c["kernel"] in args.only)

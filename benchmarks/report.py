@@ -35,6 +35,11 @@ def run_metadata(command: str, ceiling_gbs: float, copy_bytes: int) -> dict:
     }
 
 
+def _is_flops(entry) -> bool:
+    """Compute-bound points (matmul) carry a FLOP count: their metric is TFLOP/s, against torch (cuBLAS)."""
+    return bool(entry.get("flops"))
+
+
 def _label(entry) -> str:
     return f"{entry['kernel']} {'x'.join(map(str, entry['shape']))} {entry['dtype'].replace('float', 'f')}"
 
@@ -44,6 +49,9 @@ def _cell(r) -> str:
         return "-"
     if r["status"] != "ok":
         return f"**{r['status']}**"
+    if "tflops" in r:
+        pct = f" ({r['pct_of_torch']:.0f}%)" if "pct_of_torch" in r else ""
+        return f"{r['tflops']:.0f}{pct}"
     return f"{r['gbs']:.0f} ({r['pct_of_copy']:.0f}%)"
 
 
@@ -68,6 +76,8 @@ def write_json(out_dir: str, results: list, meta: dict) -> list[str]:
 
 
 def write_markdown(out_dir: str, results: list, meta: dict) -> str:
+    bandwidth = [e for e in results if not _is_flops(e)]
+    compute = [e for e in results if _is_flops(e)]
     lines = [
         "# Seed kernels: tile vs Triton vs torch", "",
         f"- date: {meta['date_utc']}", f"- device: {meta['device']}",
@@ -78,14 +88,26 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         "GB/s counts each input read once and the output written once; in parentheses, % of the copy ceiling. "
         "Every output was checked against torch before timing; a failed check is shown instead of a number. "
         "tile vs Triton: Triton's time over tile's (above 1x: tile is faster).", "",
-        "| kernel | shape | dtype | tile GB/s | Triton GB/s | torch GB/s | tile vs Triton | tile config |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    for e in results:
-        cfg = (e["impls"].get("tile") or {}).get("config", "")
-        cells = [_cell(e["impls"].get(i)) for i in IMPLS] if "error" not in e else ["**error**"] * 3
-        lines.append(f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['dtype']} | "
-                     + " | ".join(cells) + f" | {_ratio(e)} | `{cfg}` |")
+
+    def table(entries, unit):
+        lines.extend([f"| kernel | shape | dtype | tile {unit} | Triton {unit} | torch {unit} | tile vs Triton | tile config |",
+                      "|---|---|---|---|---|---|---|---|"])
+        for e in entries:
+            cfg = (e["impls"].get("tile") or {}).get("config", "")
+            cells = [_cell(e["impls"].get(i)) for i in IMPLS] if "error" not in e else ["**error**"] * 3
+            lines.append(f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['dtype']} | "
+                         + " | ".join(cells) + f" | {_ratio(e)} | `{cfg}` |")
+
+    if bandwidth:
+        table(bandwidth, "GB/s")
+    if compute:
+        lines += ["", "## Matmul (compute-bound)", "",
+                  "TFLOP/s = 2*M*N*K over the median time (shape = M x N x K; bf16 in, f32 accumulation, bf16 out); "
+                  "in parentheses, % of torch.matmul's (cuBLAS) TFLOP/s in the same run, not of the copy ceiling. "
+                  "matmul_bias_gelu is gelu_tanh(A @ B + bias): fused in tile and Triton, unfused eager ops in torch. "
+                  "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing.", ""]
+        table(compute, "TFLOP/s")
     failures = [(e, i, r) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     failures += [(e, "all", {"status": "error", "detail": e["error"]}) for e in results if "error" in e]
     if failures:
@@ -99,22 +121,25 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
     return path
 
 
-def _bars(ax, entries, labels, ceiling, title):
+def _bars(ax, entries, labels, ceiling, title, metric="gbs", unit="GB/s"):
+    """Grouped bars of `metric` per implementation; `ceiling` (GB/s) draws the copy line, None draws none."""
     width = 0.27
     for k, impl in enumerate(IMPLS):
         xs, ys = [], []
         for j, e in enumerate(entries):
             r = e["impls"].get(impl)
-            if r and r["status"] == "ok":
+            if r and r["status"] == "ok" and metric in r:
                 xs.append(j + (k - 1) * width)
-                ys.append(r["gbs"])
+                ys.append(r[metric])
         ax.bar(xs, ys, width, label=impl, color=COLORS[impl])
-    ax.axhline(ceiling, color="black", linestyle="--", linewidth=1, label=f"copy {ceiling:.0f} GB/s")
+    if ceiling is not None:
+        ax.axhline(ceiling, color="black", linestyle="--", linewidth=1, label=f"copy {ceiling:.0f} {unit}")
     ax.set_xticks(range(len(entries)))
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
-    top = max([ceiling] + [r["gbs"] for e in entries for r in e["impls"].values() if r["status"] == "ok"])
+    top = max([ceiling or 1e-9] + [r[metric] for e in entries for r in e["impls"].values()
+                                   if r["status"] == "ok" and metric in r])
     ax.set_ylim(0, top * 1.2)  # headroom for the legend above the bars
-    ax.set_ylabel("GB/s")
+    ax.set_ylabel(unit)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper right", ncol=4)
 
@@ -126,17 +151,21 @@ def write_chart(out_dir: str, results: list, meta: dict) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    main = [e for e in results if e["group"] == "main"]
+    main = [e for e in results if e["group"] == "main" and not _is_flops(e)]
+    compute = [e for e in results if _is_flops(e)]
     sweeps = defaultdict(list)
     for e in results:
         if e["group"] == "sweep":
             sweeps[(e["kernel"], e["dtype"])].append(e)
-    panels = ([("main", main)] if main else []) + list(sweeps.items())
+    panels = ([("main", main)] if main else []) + ([("matmul", compute)] if compute else []) + list(sweeps.items())
     fig, axes = plt.subplots(len(panels), 1, figsize=(12, 4.2 * len(panels)), squeeze=False)
     ceiling = meta["copy_ceiling_gbs"]
     for ax, (key, entries) in zip(axes[:, 0], panels):
         if key == "main":
             _bars(ax, entries, [_label(e) for e in entries], ceiling, f"{meta['device']}: seed kernels")
+        elif key == "matmul":
+            _bars(ax, entries, [_label(e) for e in entries], None,
+                  f"{meta['device']}: matmul, TFLOP/s (2MNK / time), torch = cuBLAS", metric="tflops", unit="TFLOP/s")
         else:
             labels = [f"{e['shape'][1]} cols\n{e['shape'][0]} rows" for e in entries]
             _bars(ax, entries, labels, ceiling, f"{key[0]} {key[1]}, ~256 MiB, by row length")
