@@ -165,6 +165,14 @@ class Function:
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], params: list,
                shared_mem: int = 0, stream: int = 0) -> None:
         """`params`: ctypes scalars in kernel-signature order; the driver reads each by address."""
-        args = (c_void_p * len(params))(*[ctypes.addressof(p) for p in params])
-        check(_load().cuLaunchKernel(self.handle, *grid, *block, shared_mem, stream, args, None),
+        self.launch_argv(grid, block, parameter_array(params), shared_mem, stream)
+
+    def launch_argv(self, grid, block, argv, shared_mem: int = 0, stream: int = 0) -> None:
+        """Launch with a prebuilt `void*[]` of parameter addresses (see `parameter_array`)."""
+        check(_load().cuLaunchKernel(self.handle, *grid, *block, shared_mem, stream, argv, None),
               "cuLaunchKernel")
+
+
+def parameter_array(params: list):
+    """The `void* kernelParams[]` for ctypes scalars; valid while they live."""
+    return (c_void_p * len(params))(*[ctypes.addressof(p) for p in params])

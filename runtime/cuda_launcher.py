@@ -25,6 +25,14 @@ class CudaLauncher:
         self.arg_names = [a[0] for a in metadata["args"]]
         self.shared_bytes = metadata.get("shared_bytes", 0)
         self._function = None
+        # One preallocated ctypes slot per parameter, and the address array over them, built
+        # once: a launch only writes values into the slots (launches from one thread at a time).
+        self._slots = [ctypes.c_void_p() if ty == "ptr" else _SCALARS[ty]() for _, _, _, ty in self.abi]
+        self._argv = cuda_driver.parameter_array(self._slots)
+        self._plan = {}
+        for slot, (arg, part, dim, _) in zip(self._slots, self.abi):
+            self._plan.setdefault(arg, []).append((slot, part, dim))
+        self._plan = list(self._plan.items())
 
     def function(self):
         if self._function is None:
@@ -49,23 +57,17 @@ class CudaLauncher:
 
     def __call__(self, grid, values, names):
         fn = self._function or self.function()
-        params = []
-        for arg, part, dim, ty in self.abi:
+        for arg, slots in self._plan:
             v = values[arg]
-            if part == "ptr":
-                params.append(ctypes.c_void_p(v.data_ptr()))
-            elif part == "offset":
-                params.append(_ZERO)
-            elif part == "size":
-                params.append(ctypes.c_int64(v.shape[dim]))
-            elif part == "stride":
-                params.append(ctypes.c_int64(v.stride(dim)))
+            if hasattr(v, "data_ptr"):
+                ptr, shape, strides = v.data_ptr(), v.shape, v.stride()
+                for slot, part, dim in slots:
+                    slot.value = ptr if part == "ptr" else 0 if part == "offset" else shape[dim] if part == "size" else strides[dim]
             else:
-                params.append(_SCALARS[ty](v))
-        fn.launch(grid, self.block, params, self.shared_bytes, _current_stream())
+                slots[0][0].value = v
+        fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, _current_stream())
 
 
-_ZERO = ctypes.c_int64(0)
 _raw_stream = None
 
 
