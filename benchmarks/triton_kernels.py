@@ -18,7 +18,7 @@ import triton.language as tl
 
 # The longest row a softmax program holds in registers at once, as for tile,
 # so both run the same algorithm (one read per element, or two when chunked).
-SOFTMAX_MAX_SINGLE = 8192
+SOFTMAX_MAX_SINGLE = 32768
 SOFTMAX_CHUNK = 4096
 LAYER_NORM_MAX_BLOCK = 4096
 # A standard bf16 GEMM configuration for Hopper (H100/H200) with the tutorial-style

@@ -50,6 +50,7 @@ from .tile_cpu_grid import kernel_functions
 MAX_SHARED = 227 * 1024
 MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
+_CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
 _REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
 
 
@@ -206,6 +207,8 @@ class Translator:
     def clone_elementwise(self, op, operands, n):
         rt = ir.RankedTensorType(op.results[0].type)
         attrs = {k: op.attributes[k] for k in op.attributes}
+        if op.name in _CONTRACTIBLE:
+            attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do
         return ir.Operation.create(op.name, results=[ir.VectorType.get([n], rt.element_type)], operands=operands, attributes=attrs).result
 
     # ---- translation ---------------------------------------------------------------
