@@ -17,7 +17,7 @@
 // ALIGNED: %[[A:.*]] = scf.if %[[M0]] -> (vector<4xf32>) {
 // ALIGNED-NEXT: arith.index_cast
 // ALIGNED-NEXT: vector.load %{{.*}} {alignment = 16 : i64} : memref<{{.*}}xf32, strided<[1], offset: ?>>, vector<4xf32>
-// ALIGNED: %[[S:.*]] = arith.addf %[[A]], %[[A]] : vector<4xf32>
+// ALIGNED: %[[S:.*]] = arith.addf %[[A]], %[[A]] fastmath<contract> : vector<4xf32>
 // ALIGNED: scf.if %[[M0]] {
 // ALIGNED-NEXT: arith.index_cast
 // ALIGNED-NEXT: vector.store %[[S]], %{{.*}} {alignment = 16 : i64}
