@@ -74,7 +74,7 @@ def tile_config(kernel: str, shape) -> dict:
             cfg = {"BLOCK": 4096, "SINGLE_TILE": False, "num_warps": 8}
     elif kernel == "layer_norm":
         block = min(next_pow2(shape[-1]), 4096)
-        cfg = {"BLOCK": block, "num_warps": _warps(block)}
+        cfg = {"BLOCK": block, "ONE_BLOCK": shape[-1] <= block, "num_warps": _warps(block)}
     elif kernel == "add_relu_layernorm":
         block = next_pow2(shape[-1])  # the kernel holds the whole row in one tile
         cfg = {"BLOCK": block, "num_warps": _warps(block)}
