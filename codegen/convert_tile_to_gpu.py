@@ -101,7 +101,9 @@ class Translator:
                                   arith.muli(lane_d, _i32(L.size_per_thread[d])))
                 consts = [dist.register_offset(d, j[d]) for j in dist.register_indices]
                 c = arith.addi(_splat(base, dist.num_registers), _ivec(consts))
-                out.append(arith.remui(c, _splat(_i32(dist.shape[d]), dist.num_registers)))
+                if dist.shape[d] % dist.cta(d):
+                    c = arith.remui(c, _splat(_i32(dist.shape[d]), dist.num_registers))  # threads hold copies: wrap
+                out.append(c)
         self.coords_memo[dist] = out
         return out
 
