@@ -15,9 +15,10 @@ from .frontend.dtypes import bfloat16, dtype, float16, float32, float64, int1, i
 from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
 from .frontend.language import *  # noqa: F401,F403  (the kernel language)
 from .frontend.language import constexpr
+from .runtime.autotune import Autotuner, Config, autotune
 from .runtime.kernel import Kernel, func, kernel
 
 __all__ = [
-    "kernel", "func", "Kernel", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
+    "kernel", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int1", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError",
 ]

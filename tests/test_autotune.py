@@ -1,0 +1,81 @@
+"""tile.autotune on the CPU target: every config compiled, the fastest kept, the choice
+kept on disk for later processes."""
+
+import os
+
+import torch
+
+import tile
+
+
+@tile.kernel
+def scale_kernel(x, out, n, BLOCK: tile.constexpr):
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    mask = offs < n
+    tile.store(out + offs, tile.load(x + offs, mask=mask) * 2.0, mask=mask)
+
+
+CONFIGS = [tile.Config(BLOCK=64), tile.Config(BLOCK=256), tile.Config(BLOCK=1024)]
+
+
+def _grid(meta):
+    return (tile.cdiv(meta["n"], meta["BLOCK"]),)
+
+
+def test_autotune_picks_a_config_and_remembers_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    tuner = tile.autotune(CONFIGS, key=["n"], rep=3, warmup=1, workers=2)(scale_kernel)
+    timed = []
+    real_time = tuner.time_config
+    monkeypatch.setattr(tuner, "time_config", lambda *a: timed.append(a[-1]) or real_time(*a))
+    x = torch.rand(3000)
+    out = torch.empty_like(x)
+    tuner[_grid](x, out, 3000)
+    torch.testing.assert_close(out, 2 * x)
+    assert len(timed) == 3  # each config was run and timed
+    # Every config was compiled (in worker processes) into the disk cache.
+    entries = [d for d in os.listdir(tmp_path) if d != "autotune"]
+    assert len(entries) >= 3
+    best = tuner.best_config(x, out, 3000)
+    assert best in CONFIGS
+
+    # A new tuner (as in a new process) reads the choice from disk and times nothing.
+    again = tile.autotune(CONFIGS, key=["n"])(scale_kernel)
+    monkeypatch.setattr(again, "time_config", lambda *a: (_ for _ in ()).throw(AssertionError("re-tuned")))
+    out2 = torch.empty_like(x)
+    again[_grid](x, out2, 3000)
+    torch.testing.assert_close(out2, 2 * x)
+    assert again.best_config(x, out2, 3000) == best
+
+    # Another key tunes again.
+    timed.clear()
+    y = torch.rand(100)
+    tuner[_grid](y, torch.empty_like(y), 100)
+    assert len(timed) == 3
+
+
+def test_autotune_rejects_an_unknown_key():
+    try:
+        tile.autotune(CONFIGS, key=["rows"])(scale_kernel)
+    except tile.TileError as e:
+        assert "rows" in str(e)
+    else:
+        raise AssertionError("no error for an unknown key")
+
+
+def test_configs_that_do_not_compile_are_left_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    bad = tile.Config(BLOCK=100)  # not a power of two: arange refuses it
+    tuner = tile.autotune([bad, tile.Config(BLOCK=128)], key=["n"], rep=2, warmup=1)(scale_kernel)
+    x = torch.rand(500)
+    out = torch.empty_like(x)
+    tuner[_grid](x, out, 500)
+    torch.testing.assert_close(out, 2 * x)
+    assert tuner.best_config(x, out, 500).kwargs == {"BLOCK": 128}
+    only_bad = tile.autotune([bad], key=["n"])(scale_kernel)
+    try:
+        only_bad[_grid](x, out, 500)
+    except tile.TileError as e:
+        assert "power of two" in str(e)
+    else:
+        raise AssertionError("no error when no config compiles")
