@@ -220,7 +220,7 @@ def _reshape(x, shape):
     count = 1
     for d in shape:
         count *= d
-    if count != (1 if x.is_scalar else ir.RankedTensorType(x.type).get_num_elements() if False else _count(x.shape)):
+    if count != (1 if x.is_scalar else _count(x.shape)):
         raise SemanticError(f"cannot reshape a tile of shape {x.shape} to {shape}")
     if x.is_scalar:
         return Tile(tile_ops.splat(x.value, shape))

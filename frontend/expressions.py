@@ -1,0 +1,286 @@
+"""Expressions of the kernel language: names, constants, operators, calls,
+attributes and indexing (a mixin of the emitter, `emitter.py`).
+
+Operators on two compile-time values are folded in Python; anything touching
+an SSA value emits IR through `semantics.py` and `builtins.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py
+import operator
+
+from lark import Token, Tree
+
+from . import dtypes, semantics
+from .builtins import EMITTERS, tensor_method, tile_method
+from .errors import CompilationError, TileError
+from .values import Pointer, TensorArg, Tile
+
+_PY_OPS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": operator.pow, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+    ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "@": operator.matmul,
+}
+_SAFE_PY_BUILTINS = {"min": py.min, "max": py.max, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
+_UNSUPPORTED = {
+    "while_stmt": "while loops", "try_stmt": "try statements", "with_stmt": "with statements",
+    "lambda": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
+    "continue_stmt": "continue", "global_stmt": "global", "nonlocal_stmt": "nonlocal", "del_stmt": "del",
+    "raise_stmt": "raise", "import_stmt": "import", "yield_expr": "yield", "await_expr": "await",
+    "comprehension": "comprehensions", "dict": "dicts", "set": "sets", "assert_stmt": "assert",
+}
+
+
+def is_runtime(v) -> bool:
+    return isinstance(v, (Tile, Pointer))
+
+
+class Expressions:
+    """expr_<rule> for each lark rule of an expression; needs `error`, `location`,
+    `scope`, `globals` and `inline_helper` from the emitter."""
+
+    def expr(self, node):
+        if isinstance(node, Token):
+            raise self.error(None, f"unexpected token {node!r}")
+        if node.data in _UNSUPPORTED:
+            raise self.error(node, f"unsupported Python construct: {_UNSUPPORTED[node.data]}")
+        handler = getattr(self, "expr_" + node.data, None)
+        if handler is None:
+            raise self.error(node, f"unsupported Python construct: {node.data.replace('_', ' ')}")
+        try:
+            with self.location(node):
+                return handler(node)
+        except CompilationError:
+            raise
+        except TileError as e:
+            raise self.error(node, str(e)) from None
+
+    def expr_var(self, node):
+        name = _name(node)
+        if name in self.scope:
+            return self.scope[name]
+        if name in self.globals:
+            return self.globals[name]
+        if name in _SAFE_PY_BUILTINS or name == "range":
+            return _SAFE_PY_BUILTINS.get(name, range)
+        raise self.error(node, f"name '{name}' is not defined")
+
+    def expr_number(self, node):
+        return ast.literal_eval(str(node.children[0]))
+
+    def expr_string(self, node):
+        return ast.literal_eval(str(node.children[0]))
+
+    def expr_const_true(self, node):
+        return True
+
+    def expr_const_false(self, node):
+        return False
+
+    def expr_const_none(self, node):
+        return None
+
+    def expr_tuple(self, node):
+        return tuple(self.expr(c) for c in node.children)
+
+    expr_list = expr_tuple
+
+    def expr_arith_expr(self, node):
+        kids = node.children
+        acc = self.expr(kids[0])
+        for i in range(1, len(kids), 2):
+            acc = self.binary(kids[i + 1], str(kids[i]), acc, self.expr(kids[i + 1]))
+        return acc
+
+    expr_term = expr_shift_expr = expr_arith_expr
+
+    def expr_and_expr(self, node):
+        return self._fold_chain(node, "&")
+
+    def expr_or_expr(self, node):
+        return self._fold_chain(node, "|")
+
+    def expr_xor_expr(self, node):
+        return self._fold_chain(node, "^")
+
+    def _fold_chain(self, node, op):
+        acc = self.expr(node.children[0])
+        for c in node.children[1:]:
+            if isinstance(c, Tree):
+                acc = self.binary(c, op, acc, self.expr(c))
+        return acc
+
+    def expr_and_test(self, node):
+        return self._logical(node, "&", all)
+
+    def expr_or_test(self, node):
+        return self._logical(node, "|", any)
+
+    def _logical(self, node, op, fold):
+        values = [self.expr(c) for c in node.children]
+        if not any(is_runtime(v) for v in values):
+            return fold(values)
+        acc = values[0]
+        for v in values[1:]:
+            acc = semantics.binary(op, _as_bool(acc), _as_bool(v))
+        return acc
+
+    def expr_not_test(self, node):
+        v = self.expr(node.children[0])
+        return (not v) if not is_runtime(v) else semantics.logical_not(v)
+
+    def expr_factor(self, node):
+        op, v = str(node.children[0]), self.expr(node.children[1])
+        if not is_runtime(v):
+            return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[op](v)
+        if op == "-":
+            return semantics.negate(v)
+        if op == "~":
+            return semantics.binary("^", v, -1)
+        return v
+
+    def expr_power(self, node):
+        base, exp = self.expr(node.children[0]), self.expr(node.children[1])
+        if not is_runtime(base) and not is_runtime(exp):
+            return base**exp
+        if isinstance(exp, int) and 0 < exp <= 4:
+            acc = base
+            for _ in range(exp - 1):
+                acc = semantics.binary("*", acc, base)
+            return acc
+        raise self.error(node, "** needs a small positive integer exponent (1 to 4) on a run-time value")
+
+    def expr_comparison(self, node):
+        kids = node.children
+        result, left = None, self.expr(kids[0])
+        for i in range(1, len(kids), 2):
+            op = str(kids[i].children[0]) if isinstance(kids[i], Tree) else str(kids[i])
+            right = self.expr(kids[i + 1])
+            if op in ("is", "is not", "in", "not in"):
+                raise self.error(node, f"unsupported comparison '{op}'")
+            part = self.binary(kids[i + 1], op, left, right)
+            result = part if result is None else self._logical_pair(result, part)
+            left = right
+        return result
+
+    def _logical_pair(self, a, b):
+        if not is_runtime(a) and not is_runtime(b):
+            return a and b
+        return semantics.binary("&", _as_bool(a), _as_bool(b))
+
+    def expr_test(self, node):
+        then, cond, other = (self.expr(c) for c in node.children)
+        if not is_runtime(cond):
+            return then if cond else other
+        return semantics.where(cond, then, other)
+
+    def binary(self, node, op, a, b):
+        if not is_runtime(a) and not is_runtime(b):
+            try:
+                return _PY_OPS[op](a, b)
+            except Exception as e:
+                raise self.error(node, f"compile-time {op} failed: {e}") from None
+        if isinstance(a, TensorArg) or isinstance(b, TensorArg) or isinstance(a, Pointer) or isinstance(b, Pointer):
+            return self.pointer_arith(node, op, a, b)
+        if op == "*" and isinstance(a, Tile) and type(b) is int and b == 1:
+            return a  # x * 1, as when a stride specialized to 1 multiplies an index
+        if op == "*" and isinstance(b, Tile) and type(a) is int and a == 1:
+            return b
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return semantics.compare(op, a, b)
+        if op == "@":
+            return EMITTERS["dot"](a, b)
+        return semantics.binary(op, a, b)
+
+    def pointer_arith(self, node, op, a, b):
+        if isinstance(b, (TensorArg, Pointer)) and op == "+":
+            a, b = b, a
+        if op not in ("+", "-") or isinstance(b, (TensorArg, Pointer)):
+            raise self.error(node, "pointers support only `pointer + offsets` and `pointer - offsets`")
+        p = a if isinstance(a, Pointer) else Pointer(a, 0)
+        if isinstance(b, Tile) and b.dtype.is_float:
+            raise self.error(node, "pointer offsets must be integers")
+        if isinstance(p.offsets, int) and p.offsets == 0 and op == "+":
+            return Pointer(p.base, b)
+        if isinstance(p.offsets, int) and not is_runtime(b):
+            return Pointer(p.base, _PY_OPS[op](p.offsets, b))
+        return Pointer(p.base, semantics.binary(op, p.offsets, b))
+
+    def expr_getattr(self, node):
+        obj, name = self.expr(node.children[0]), _name(node.children[1])
+        if isinstance(obj, TensorArg):
+            return tensor_method(obj, name)
+        if isinstance(obj, Tile):
+            return tile_method(obj, name)
+        try:
+            return getattr(obj, name)
+        except AttributeError:
+            raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
+
+    def expr_getitem(self, node):
+        obj, index = self.expr(node.children[0]), node.children[1]
+        items = index.children if isinstance(index, Tree) and index.data == "subscript_tuple" else [index]
+        if not is_runtime(obj):
+            keys = [self.expr(i) for i in items]
+            return obj[keys[0] if len(keys) == 1 else tuple(keys)]
+        if not isinstance(obj, Tile):
+            raise self.error(node, "only tiles can be indexed, with `:` and `None` (as in x[:, None])")
+        shape, dims = [], iter(obj.shape)
+        for item in items:
+            if isinstance(item, Tree) and item.data == "slice" and all(c is None for c in item.children):
+                shape.append(next(dims, None))
+            elif isinstance(item, Tree) and item.data == "const_none":
+                shape.append(1)
+            else:
+                raise self.error(item, "tiles can only be indexed with `:` and `None` (as in x[:, None])")
+        if None in shape or len([s for s in items if s.data == "slice"]) != len(obj.shape):
+            raise self.error(node, f"index does not match the tile's rank {len(obj.shape)}")
+        return EMITTERS["reshape"](obj, tuple(shape))
+
+    def arguments(self, node):
+        args, kwargs = [], {}
+        for c in node.children if node is not None else []:
+            if isinstance(c, Tree) and c.data == "argvalue":
+                kwargs[_name(c.children[0])] = self.expr(c.children[1])
+            elif isinstance(c, Tree) and c.data in ("starargs", "kwargs", "stararg"):
+                raise self.error(c, "unsupported Python construct: * or ** arguments")
+            else:
+                args.append(self.expr(c))
+        return args, kwargs
+
+    def expr_funccall(self, node):
+        callee = self.expr(node.children[0])
+        args, kwargs = self.arguments(node.children[1] if len(node.children) > 1 else None)
+        name = getattr(callee, "tile_builtin", None)
+        if name is not None:
+            try:
+                return EMITTERS[name](*args, **kwargs)
+            except TypeError as e:
+                raise self.error(node, f"bad arguments to tile.{name}: {e}") from None
+        helper = getattr(callee, "tile_helper", None)
+        if helper is not None:
+            return self.inline_helper(helper, args, kwargs)
+        compile_time = not any(is_runtime(a) or isinstance(a, TensorArg) for a in [*args, *kwargs.values()])
+        if callee in _SAFE_PY_BUILTINS.values() and compile_time:
+            return callee(*args, **kwargs)
+        if callable(callee) and getattr(callee, "__self__", None) is None and callee.__module__ == "tile.frontend.builtins":
+            return callee(*args, **kwargs)  # bound tile methods such as x.to / x.stride
+        raise self.error(node, f"cannot call {getattr(callee, '__name__', callee)!r} in a kernel: only tile builtins, "
+                         "@tile.func helpers and min/max/abs/int/float/len on compile-time values")
+
+
+def _name(node) -> str:
+    if isinstance(node, Token):
+        return str(node)
+    if node.data in ("var", "name"):
+        return _name(node.children[0])
+    raise TypeError(node)
+
+
+def _as_bool(v):
+    if not is_runtime(v):
+        return semantics.constant(bool(v), dtypes.int1)
+    return v if v.dtype == dtypes.int1 else semantics.compare("!=", v, 0)
