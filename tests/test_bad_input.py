@@ -125,3 +125,24 @@ def test_mismatched_tile_shapes():
 def test_errors_are_tile_errors():
     for cls in (tile.LaunchError, tile.CompilationError):
         assert issubclass(cls, tile.TileError)
+
+
+def test_cpu_tensor_for_a_gpu_target(monkeypatch):
+    """A GPU build launched with CPU tensors names the argument (the driver is faked:
+    the check runs before anything reaches it)."""
+    from tile.runtime import cuda_driver
+
+    class FakeModule:
+        def __init__(self, image):
+            pass
+
+        def function(self, name):
+            return object()  # never launched: the argument check fails first
+
+    import vector_add
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    monkeypatch.setattr(cuda_driver, "available", lambda: True)
+    monkeypatch.setattr(cuda_driver, "Module", FakeModule)
+    with pytest.raises(tile.LaunchError, match="argument 'x' is on cpu"):
+        vector_add.add_kernel[(1,)](torch.rand(64), torch.rand(64), torch.empty(64), 64, BLOCK=64)
