@@ -28,22 +28,24 @@ fenced by barriers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 
 from ..dialects.layout import Blocked, Mma, encoding_of
+from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
 from .axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
-from .distributed_layout import Distribution, MmaDistribution
-from .register_vectors import bits as _bits
+from .distributed_layout import Distribution, MmaDistribution, row_major_strides
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
 from .register_vectors import i32_vector as _ivec
+from .register_vectors import linear_index
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 
@@ -108,7 +110,7 @@ class Translator:
         return out
 
     def mma_coords(self, dist: MmaDistribution) -> list:
-        (wm, wn), (tm, tn) = dist.layout.warps, dist.warp_tile
+        (_, wn), (tm, tn) = dist.layout.warps, dist.warp_tile
         rows, cols = dist.register_offsets()
         n = dist.num_registers
         with self.entry:
@@ -139,15 +141,8 @@ class Translator:
             wide = arith.extui(ir.VectorType.get([src_dist.num_registers], i8), src_vec)
             got = self.exchange(wide, src_dist, src_coords, i8, targets, dst_n)
             return arith.cmpi(arith.CmpIPredicate.ne, got, _splat(arith.ConstantOp(i8, 0).result, dst_n))
-        n = 1
-        for s in src_dist.shape:
-            n *= s
-        buf = self.scratch(elem, n)
-        strides = src_dist.linear_strides()
-        lin = None
-        for d, c in enumerate(src_coords):
-            term = arith.muli(c, _splat(_i32(strides[d]), src_dist.num_registers))
-            lin = term if lin is None else arith.addi(lin, term)
+        buf = self.scratch(elem, math.prod(src_dist.shape))
+        lin = linear_index(src_coords, row_major_strides(src_dist.shape), src_dist.num_registers)
         gpu.barrier()
         for r, (v, i) in enumerate(zip(_elements(src_vec, src_dist.num_registers), _elements(lin, src_dist.num_registers))):
             memref.StoreOp(v, buf, [to_index(i)])
@@ -171,11 +166,7 @@ class Translator:
         shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in _REMAT
         if not shape_op and not self.rematerializable(v):
             src_dist = self.dist(v)
-            strides = src_dist.linear_strides()
-            lin = None
-            for d, c in enumerate(coords):
-                term = arith.muli(c, _splat(_i32(strides[d]), n))
-                lin = term if lin is None else arith.addi(lin, term)
+            lin = linear_index(coords, row_major_strides(src_dist.shape), n)
             return self.exchange(self.value(v), src_dist, self.coords(src_dist), t.element_type, lin, n)
         op = v.owner.operation
         if op.name == "tile.arange":
@@ -194,10 +185,7 @@ class Translator:
             return self.eval_at(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], n)
         if op.name == "tile.reshape":
             src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
-            lin, s = None, 1
-            for d in range(len(coords) - 1, -1, -1):
-                term = arith.muli(coords[d], _splat(_i32(s), n))
-                lin, s = term if lin is None else arith.addi(lin, term), s * t.shape[d]
+            lin = linear_index(coords, row_major_strides(list(t.shape)), n)
             src_coords = [None] * len(src_shape)
             for d in range(len(src_shape) - 1, -1, -1):
                 src_coords[d] = arith.remui(lin, _splat(_i32(src_shape[d]), n))

@@ -64,14 +64,15 @@ def flat_view(base):
 
 
 def if_else(cond, result_type, then_fn, else_fn):
-    op = scf.IfOp(cond, [result_type] if result_type else [], has_else=else_fn is not None)
+    """scf.if yielding `then_fn()` or `else_fn()` (of `result_type`); with no result type, a guard."""
+    op = scf.IfOp(cond, [result_type] if result_type is not None else [], has_else=else_fn is not None)
     with ir.InsertionPoint(op.then_block):
         v = then_fn()
-        scf.YieldOp([v] if result_type else [])
+        scf.YieldOp([v] if result_type is not None else [])
     if else_fn is not None:
         with ir.InsertionPoint(op.else_block):
             scf.YieldOp([else_fn()])
-    return op.results[0] if result_type else None
+    return op.results[0] if result_type is not None else None
 
 
 def parallel_loop(shape, body):

@@ -28,10 +28,9 @@ def _stage(self, value, buf, base: int, row_stride: int):
         memref.StoreOp(v, buf, [to_index(arith.addi(arith.muli(r, i32(row_stride)), arith.addi(c, i32(base))))])
 
 
-def _pack(frag, rows: int, elem):
+def _pack(frag, rows: int):
     """Each row of a fragment (two 16-bit values) as one i32, low half first, as PTX wants."""
-    i32_ty, pair = ir.IntegerType.get_signless(32), ir.VectorType.get([2], elem)
-    one = ir.VectorType.get([1], i32_ty)
+    one = ir.VectorType.get([1], ir.IntegerType.get_signless(32))
     return [vector.extract(vector.BitCastOp(one, vector.extract(frag, [], [r])).result, [], [0]) for r in range(rows)]
 
 
@@ -51,7 +50,7 @@ def _mma(a_frag, b_frag, acc: list, elem) -> list:
         "shape": ir.Attribute.parse("#nvvm.shape<m = 16, n = 8, k = 16>"),
         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 2, 4]),
     }
-    operands = _pack(a_frag, 4, elem) + _pack(b_frag, 2, elem) + acc
+    operands = _pack(a_frag, 4) + _pack(b_frag, 2) + acc
     d = ir.Operation.create("nvvm.mma.sync", results=[struct], operands=operands, attributes=attrs).result
     return [llvm.ExtractValueOp(f32, d, [i]).result for i in range(4)]
 
@@ -72,7 +71,7 @@ def op_tile_dot(self, op):
     _stage(self, b, buf, M * K, N)
     gpu.barrier()
 
-    (wm, wn), (tm, tn), (reps_m, reps_n) = cd.layout.warps, cd.warp_tile, cd.reps
+    (_, wn), (tm, tn), (reps_m, reps_n) = cd.layout.warps, cd.warp_tile, cd.reps
     group, t = arith.shrui(self.lane, i32(2)), arith.andi(self.lane, i32(3))
     warp_m, warp_n = arith.divui(self.warp, i32(wn)), arith.remui(self.warp, i32(wn))
     row0 = arith.addi(arith.muli(warp_m, i32(tm)), group)  # this thread's first A row

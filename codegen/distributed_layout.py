@@ -17,17 +17,20 @@ registers holds consecutive elements: one vector memory access.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from functools import cached_property
 
 from ..dialects.layout import Blocked
 
 
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
+def row_major_strides(shape) -> list[int]:
+    """Strides of a tile's elements in row-major order, for linear element numbers."""
+    strides, s = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d], s = s, s * shape[d]
+    return strides
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class Distribution:
 
     @cached_property
     def num_registers(self) -> int:
-        return _prod(self.per_thread(d) for d in range(self.rank))
+        return math.prod(self.per_thread(d) for d in range(self.rank))
 
     @cached_property
     def register_indices(self) -> list[tuple[int, ...]]:
@@ -87,13 +90,6 @@ class Distribution:
         """Consecutive elements per register run along the fastest dim."""
         f = self.layout.order[0]
         return min(self.layout.size_per_thread[f], self.shape[f])
-
-    def linear_strides(self) -> list[int]:
-        """Row-major strides of the tile, for linear element numbers."""
-        strides, s = [0] * self.rank, 1
-        for d in range(self.rank - 1, -1, -1):
-            strides[d], s = s, s * self.shape[d]
-        return strides
 
 
 @dataclass(frozen=True)
@@ -138,6 +134,3 @@ class MmaDistribution:
                     rows.append(rm * 16 + 8 * (i // 2))
                     cols.append(rn * 8 + i % 2)
         return rows, cols
-
-    def linear_strides(self) -> list[int]:
-        return [self.shape[1], 1]

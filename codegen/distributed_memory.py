@@ -12,10 +12,11 @@ register.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf, vector
+from mlir.dialects import arith, memref, vector
 
-from .convert_tile_to_linalg import const_index, flat_view, to_index
-from .register_vectors import bits, elements, from_elements, i32, splat
+from ..dialects.layout import element_bits as bits
+from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
+from .register_vectors import elements, from_elements, i32, splat
 
 
 def run_width(self, dist, offsets, mask, elem, aligned_base: bool) -> int:
@@ -30,17 +31,6 @@ def run_width(self, dist, offsets, mask, elem, aligned_base: bool) -> int:
     return width
 
 
-def _guarded(cond, result_type, then_fn, else_fn):
-    op = scf.IfOp(cond, [result_type] if result_type is not None else [], has_else=else_fn is not None)
-    with ir.InsertionPoint(op.then_block):
-        v = then_fn()
-        scf.YieldOp([v] if result_type is not None else [])
-    if else_fn is not None:
-        with ir.InsertionPoint(op.else_block):
-            scf.YieldOp([else_fn()])
-    return op.results[0] if result_type is not None else None
-
-
 def _base_aligned(self, base) -> bool:
     return self.axis.scalar_divisibility.get(base, 1) >= 16
 
@@ -51,7 +41,7 @@ def op_tile_load(self, op):
     flat = flat_view(self.value(base))
     if not isinstance(offsets.type, ir.RankedTensorType):
         off, m, oth = (self.value(v) for v in (offsets, mask, other))
-        self.map[op.results[0]] = _guarded(m, elem, lambda: memref.LoadOp(flat, [to_index(off)]).result, lambda: oth)
+        self.map[op.results[0]] = if_else(m, elem, lambda: memref.LoadOp(flat, [to_index(off)]).result, lambda: oth)
         return
     dist = self.dist(op.results[0])
     n = dist.num_registers
@@ -60,11 +50,11 @@ def op_tile_load(self, op):
     out = []
     for r in range(0, n, w):
         if w == 1:
-            out.append(_guarded(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda r=r: others[r]))
+            out.append(if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda r=r: others[r]))
             continue
         vty = ir.VectorType.get([w], elem)
         nbytes = w * bits(elem) // 8
-        got = _guarded(masks[r], vty,
+        got = if_else(masks[r], vty,
                        lambda r=r: vector.LoadOp(vty, flat, [to_index(offs[r])], alignment=nbytes).result,
                        lambda r=r: from_elements(others[r : r + w], elem))
         out.extend(elements(got, w))
@@ -77,7 +67,7 @@ def op_tile_store(self, op):
     flat = flat_view(self.value(base))
     if not isinstance(offsets.type, ir.RankedTensorType):
         off, v, m = (self.value(x) for x in (offsets, value, mask))
-        _guarded(m, None, lambda: memref.StoreOp(v, flat, [to_index(off)]), None)
+        if_else(m, None, lambda: memref.StoreOp(v, flat, [to_index(off)]), None)
         return
     dist = self.dist(value)
     n = dist.num_registers
@@ -85,10 +75,10 @@ def op_tile_store(self, op):
     offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
     for r in range(0, n, w):
         if w == 1:
-            _guarded(masks[r], None, lambda r=r: memref.StoreOp(vals[r], flat, [to_index(offs[r])]), None)
+            if_else(masks[r], None, lambda r=r: memref.StoreOp(vals[r], flat, [to_index(offs[r])]), None)
             continue
         nbytes = w * bits(elem) // 8
-        _guarded(masks[r], None, lambda r=r: vector.StoreOp(from_elements(vals[r : r + w], elem), flat,
+        if_else(masks[r], None, lambda r=r: vector.StoreOp(from_elements(vals[r : r + w], elem), flat,
                                                            [to_index(offs[r])], alignment=nbytes), None)
 
 
@@ -117,7 +107,7 @@ def op_tile_load_tile(self, op):
     elem = ir.RankedTensorType(op.results[0].type).element_type
     pad = arith.ConstantOp(elem, op.attributes["padding"]).result
     mem = self.value(base)
-    out = [_guarded(inside, elem, lambda c=c: memref.LoadOp(mem, c).result, lambda: pad)
+    out = [if_else(inside, elem, lambda c=c: memref.LoadOp(mem, c).result, lambda: pad)
            for c, inside in _tile_coords(self, base, indices, dist)]
     self.map[op.results[0]] = from_elements(out, elem)
 
@@ -128,5 +118,5 @@ def op_tile_store_tile(self, op):
     mem = self.value(base)
     vals = elements(self.value(value), dist.num_registers)
     for (c, inside), v in zip(_tile_coords(self, base, indices, dist), vals):
-        _guarded(inside, None, lambda c=c, v=v: memref.StoreOp(v, mem, c), None)
+        if_else(inside, None, lambda c=c, v=v: memref.StoreOp(v, mem, c), None)
 

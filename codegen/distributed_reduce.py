@@ -13,12 +13,14 @@ are left out of steps 2 and 3, so nothing is counted twice.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from .convert_tile_to_linalg import combine, to_index
-from .distributed_layout import Distribution
-from .register_vectors import elements, from_elements, i32
+from .distributed_layout import Distribution, row_major_strides
+from .register_vectors import elements, from_elements, i32, linear_index
 
 
 def _effective(dist: Distribution, axis: int) -> tuple[int, int]:
@@ -74,11 +76,9 @@ def op_tile_reduce(self, op):
     if not out_shape and warps == 1:
         self.map[result] = next(iter(partials.values()))[0]
         return
-    count = 1
-    for s in out_shape:
-        count *= s
+    count = math.prod(out_shape)
     buf = self.scratch(elem, warps * count)
-    out_strides = Distribution(dist.layout, tuple(out_shape)).linear_strides() if out_shape else []
+    out_strides = row_major_strides(out_shape)
     warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(dist.layout.warps_per_cta[axis]))
     gpu.barrier()
     for v, r in partials.values():
@@ -94,14 +94,8 @@ def op_tile_reduce(self, op):
         self.map[result] = acc
         return
     rdist = self.dist(result)
-    rcoords = [elements(c, rdist.num_registers) for c in self.coords(rdist)]
-    rstrides = rdist.linear_strides()
     out = []
-    for r in range(rdist.num_registers):
-        lin = None
-        for d in range(rdist.rank):
-            term = arith.muli(rcoords[d][r], i32(rstrides[d]))
-            lin = term if lin is None else arith.addi(lin, term)
+    for lin in elements(linear_index(self.coords(rdist), out_strides, rdist.num_registers), rdist.num_registers):
         acc = memref.LoadOp(buf, [to_index(lin)]).result
         for w in range(1, warps):
             acc = combine(kind, elem, acc, memref.LoadOp(buf, [to_index(arith.addi(lin, i32(w * count)))]).result)

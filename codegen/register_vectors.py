@@ -7,12 +7,6 @@ from mlir import ir
 from mlir.dialects import arith, vector
 
 
-def bits(elem) -> int:
-    if isinstance(elem, ir.IntegerType):
-        return max(elem.width, 8)
-    return ir.FloatType(elem).width
-
-
 def i32(v: int):
     return arith.ConstantOp(ir.IntegerType.get_signless(32), v).result
 
@@ -24,6 +18,15 @@ def i32_vector(values: list[int]):
 
 def splat(scalar, n: int):
     return vector.BroadcastOp(ir.VectorType.get([n], scalar.type), scalar).result
+
+
+def linear_index(coords: list, strides: list[int], n: int):
+    """sum(coords[d] * strides[d]) over i32 coordinate vectors of n registers."""
+    lin = None
+    for c, s in zip(coords, strides):
+        term = arith.muli(c, splat(i32(s), n))
+        lin = term if lin is None else arith.addi(lin, term)
+    return lin
 
 
 def elements(vec, n: int) -> list:

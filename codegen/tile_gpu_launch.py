@@ -28,11 +28,13 @@ launch ABI) is kept as written. First version of the thread mapping:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 
+from ..dialects.layout import element_bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
 from ..passes.walk import collect
@@ -75,12 +77,7 @@ def id_of(op):
 
 
 def _bytes(ty: ir.MemRefType) -> int:
-    n = 1
-    for d in ty.shape:
-        n *= d
-    elem = ty.element_type
-    bits = elem.width if isinstance(elem, ir.IntegerType) else ir.FloatType(elem).width
-    return n * max(bits, 8) // 8
+    return math.prod(ty.shape) * element_bits(ty.element_type) // 8
 
 
 def _with_space(ty, space):

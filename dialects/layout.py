@@ -31,6 +31,15 @@ ATTRIBUTE_IRDL = """  irdl.attribute @blocked {
   }"""
 
 
+def element_bits(elem: ir.Type) -> int:
+    """Bits an element takes in memory (i1 is stored as a byte; index as 64 bits)."""
+    if isinstance(elem, ir.IntegerType):
+        return max(elem.width, 8)
+    if isinstance(elem, ir.IndexType):
+        return 64
+    return ir.FloatType(elem).width
+
+
 @dataclass(frozen=True)
 class Blocked:
     size_per_thread: tuple[int, ...]

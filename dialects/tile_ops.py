@@ -8,6 +8,8 @@ ops applied to tensors, so they need no tile op.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 
 from .op_definition import create, define
@@ -107,16 +109,9 @@ def broadcast(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Val
     return create("broadcast", [ir.RankedTensorType.get(shape, _elem(value))], [value], loc=loc, ip=ip).result
 
 
-def _count(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _verify_reshape(op):
     src, dst = _shape(op.operands[0]), _shape(op.result)
-    if _count(src) != _count(dst):
+    if math.prod(src) != math.prod(dst):
         return f"reshape from {src} to {dst} changes the number of elements"
 
 

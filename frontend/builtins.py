@@ -6,6 +6,8 @@ values) and returns what the call evaluates to.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith, memref
 
@@ -217,21 +219,11 @@ EMITTERS["sum"], EMITTERS["max"], EMITTERS["min"] = _reduce("sum"), _reduce("max
 @emitter("reshape")
 def _reshape(x, shape):
     x, shape = _tile(x, "reshape's operand"), _shape(shape, "shape")
-    count = 1
-    for d in shape:
-        count *= d
-    if count != (1 if x.is_scalar else _count(x.shape)):
+    if math.prod(shape) != math.prod(x.shape):  # a scalar's shape is [] : one element
         raise SemanticError(f"cannot reshape a tile of shape {x.shape} to {shape}")
     if x.is_scalar:
         return Tile(tile_ops.splat(x.value, shape))
     return Tile(tile_ops.reshape(x.value, shape))
-
-
-def _count(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 @emitter("broadcast_to")

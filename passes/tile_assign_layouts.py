@@ -21,22 +21,13 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..dialects import tile_ops
-from ..dialects.layout import Blocked, Mma, encoding_of, with_encoding
+from ..dialects.layout import Blocked, Mma, element_bits, encoding_of, with_encoding
 from .registry import register_pass
 from .walk import all_ops
 
 _MEMORY_OPS = {"tile.load", "tile.store", "tile.load_tile", "tile.store_tile"}
 # Ops whose tile operands must share the result's layout (elementwise in effect).
 _ELEMENTWISE = ("arith.", "math.")
-
-
-def element_bits(ty: ir.Type) -> int:
-    elem = ir.ShapedType(ty).element_type
-    if isinstance(elem, ir.IntegerType):
-        return max(elem.width, 8)
-    if isinstance(elem, ir.IndexType):
-        return 64
-    return ir.FloatType(elem).width
 
 
 def _tiles(op) -> list:
@@ -56,9 +47,9 @@ class TileAssignLayouts:
                 # The data moved decides the vector width, not the offsets or masks beside it.
                 data = op.results if op.results else [op.operands[2 if op.name == "tile.store" else 1]]
                 for v in data:
-                    if isinstance(v.type, ir.RankedTensorType) and element_bits(v.type) > 8:
+                    if isinstance(v.type, ir.RankedTensorType) and element_bits(ir.ShapedType(v.type).element_type) > 8:
                         shape = tuple(ir.RankedTensorType(v.type).shape)
-                        bits[shape] = max(bits.get(shape, 0), element_bits(v.type))
+                        bits[shape] = max(bits.get(shape, 0), element_bits(ir.ShapedType(v.type).element_type))
         return bits
 
     def run(self, module_op):

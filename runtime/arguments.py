@@ -3,7 +3,21 @@ so that a bad call raises a `LaunchError` naming the argument, never crashes."""
 
 from __future__ import annotations
 
+import ctypes
+
 from ..frontend.errors import LaunchError
+
+# The C type of each scalar kernel parameter, by its MLIR type in the recorded ABI.
+CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double, "i1": ctypes.c_bool}
+
+
+def check_values(names, values, want_cuda: bool):
+    """Tensors on the right device; everything else a number."""
+    for name, v in zip(names, values):
+        if hasattr(v, "data_ptr"):
+            check_tensor(name, v, want_cuda)
+        elif not isinstance(v, (int, float)):
+            raise LaunchError(f"argument '{name}' must be a tensor or a number")
 
 
 def check_tensor(name: str, t, want_cuda: bool):

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ..frontend.errors import LaunchError
-from .arguments import check_tensor
-
-_SCALARS = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double, "i1": ctypes.c_bool}
+from .arguments import CTYPES, check_values
 
 
 def _descriptor_type(rank: int):
@@ -32,17 +29,16 @@ class CpuLauncher:
             module = ir.Module.parse(llvm_mlir)
             self._engine = ExecutionEngine(module, opt_level=2)
         self._args = metadata["args"]
+        self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
 
     def check(self, values):
-        for (name, kind, _), v in zip(self._args, values):
-            if kind == "tensor":
-                check_tensor(name, v, want_cuda=False)
+        """Called once per new argument signature, not per launch."""
+        check_values([a[0] for a in self._args], values, want_cuda=False)
 
     def __call__(self, grid, values, names):
         keep, packed = [], []
-        for (name, kind, detail), v in zip(self._args, values):
-            if kind == "tensor":
-                check_tensor(name, v, want_cuda=False)
+        for i, v in enumerate(values):
+            if i not in self._scalar_types:
                 rank = v.dim()
                 d = _descriptor_type(rank)(v.data_ptr(), v.data_ptr(), 0)
                 if rank:
@@ -51,10 +47,7 @@ class CpuLauncher:
                 keep.append(d)
                 packed.append(ctypes.pointer(ctypes.pointer(d)))
             else:
-                ctype = _SCALARS[{"tile.int32": "i32", "tile.int64": "i64", "tile.float32": "f32", "tile.int1": "i1"}[detail]]
-                if not isinstance(v, (int, float)):
-                    raise LaunchError(f"argument '{name}' must be a number")
-                c = ctype(v)
+                c = self._scalar_types[i](v)
                 keep.append(c)
                 packed.append(ctypes.pointer(c))
         for g in grid:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import ctypes
 
-from ..frontend.errors import DeviceUnavailableError, LaunchError
+from ..frontend.errors import DeviceUnavailableError
 from . import cuda_driver
-from .arguments import check_tensor
-
-_SCALARS = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double, "i1": ctypes.c_bool}
+from .arguments import CTYPES, check_values
 
 
 class CudaLauncher:
@@ -27,7 +25,7 @@ class CudaLauncher:
         self._function = None
         # One preallocated ctypes slot per parameter, and the address array over them, built
         # once: a launch only writes values into the slots (launches from one thread at a time).
-        self._slots = [ctypes.c_void_p() if ty == "ptr" else _SCALARS[ty]() for _, _, _, ty in self.abi]
+        self._slots = [ctypes.c_void_p() if ty == "ptr" else CTYPES[ty]() for _, _, _, ty in self.abi]
         self._argv = cuda_driver.parameter_array(self._slots)
         self._plan = {}
         for slot, (arg, part, dim, _) in zip(self._slots, self.abi):
@@ -49,11 +47,7 @@ class CudaLauncher:
     def check(self, values):
         """Called once per new argument signature, not per launch."""
         self._function or self.function()  # first: say so if there is no device at all
-        for name, v in zip(self.arg_names, values):
-            if hasattr(v, "data_ptr"):
-                check_tensor(name, v, want_cuda=True)
-            elif not isinstance(v, (int, float)):
-                raise LaunchError(f"argument '{name}' must be a tensor or a number")
+        check_values(self.arg_names, values, want_cuda=True)
 
     def __call__(self, grid, values, names):
         fn = self._function or self.function()
