@@ -6,11 +6,12 @@
 # (e.g. --smoke, --only softmax, --group main).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+D=${DEVICE_DIR:-.device}
 OUT=${OUT:-$PWD/bench-out}
 mkdir -p "$OUT"
-export TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src
+export TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src
 status=0
 # One failing benchmark must not cost the other's results: run both, then report.
-python3 .device/src/tile/benchmarks/harness.py --out "$OUT" "$@" || status=$?
-python3 .device/src/tile/benchmarks/launch_overhead.py --out "$OUT" || status=$?
+python3 "$D"/src/tile/benchmarks/harness.py --out "$OUT" "$@" || status=$?
+python3 "$D"/src/tile/benchmarks/launch_overhead.py --out "$OUT" || status=$?
 exit $status

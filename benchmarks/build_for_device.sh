@@ -8,14 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-rm -rf .device && mkdir -p .device/src/tile
+D=${DEVICE_DIR:-.device}  # another folder name lets two builds coexist
+rm -rf "$D" && mkdir -p "$D/src/tile"
 # A snapshot, so that the cache keys (which hash the compiler sources) match on the device.
-for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$d" .device/src/tile/; done
-cp __init__.py .device/src/tile/
-find .device/src -name __pycache__ -prune -exec rm -rf {} +
-export TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src
-"$PY" .device/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
+for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$d" "$D/src/tile/"; done
+cp __init__.py "$D/src/tile/"
+find "$D/src" -name __pycache__ -prune -exec rm -rf {} +
+export TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src
+"$PY" "$D"/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
 # The launches bench_on_device.sh makes, same shapes and configs, on 'meta' tensors.
-"$PY" .device/src/tile/benchmarks/harness.py --compile-only
-"$PY" .device/src/tile/benchmarks/launch_overhead.py --compile-only
-ls .device/cache | wc -l
+"$PY" "$D"/src/tile/benchmarks/harness.py --compile-only
+"$PY" "$D"/src/tile/benchmarks/launch_overhead.py --compile-only
+ls "$D/cache" | wc -l

@@ -3,4 +3,5 @@
 # importing only the runtime (no MLIR, lark or llvmlite there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src python3 .device/src/tile/benchmarks/run_examples.py --device cuda "$@"
+D=${DEVICE_DIR:-.device}
+TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "$@"
