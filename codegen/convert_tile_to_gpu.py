@@ -194,6 +194,19 @@ class Translator:
         operands = [self.eval_at(o, coords, n) if isinstance(o.type, ir.RankedTensorType) else self.value(o) for o in op.operands]
         return self.clone_elementwise(op, operands, n)
 
+    def uniform_run(self, op) -> int:
+        """Registers per run over which this compare's result is proven constant (1: not proven)."""
+        if op.name != "arith.cmpi":
+            return 1
+        dist = self.dist(op.results[0])
+        if not isinstance(dist, Distribution) or dist.layout.order[0] != dist.rank - 1:
+            return 1
+        run = dist.vector_width
+        if run <= 1 or self.axis(op.results[0]).constancy % run or any(
+                self.dist(o).layout != dist.layout for o in op.operands):
+            return 1
+        return run
+
     def clone_elementwise(self, op, operands, n):
         rt = ir.RankedTensorType(op.results[0].type)
         attrs = {k: op.attributes[k] for k in op.attributes}
@@ -226,6 +239,14 @@ class Translator:
             tensors = any(isinstance(v.type, ir.RankedTensorType) for v in [*op.operands, *op.results])
             if name.startswith(("arith.", "math.")) and tensors and not op.regions:
                 n = self.dist(op.results[0]).num_registers
+                run = self.uniform_run(op)
+                if run > 1:  # e.g. a mask that axis info proves equal along each run: one compare per run
+                    starts = [_from_elements(_elements(self.value(o), n)[::run], ir.VectorType(self.vtype(o)).element_type)
+                              for o in op.operands]
+                    few = _elements(self.clone_elementwise(op, starts, n // run), n // run)
+                    elem = ir.RankedTensorType(op.results[0].type).element_type
+                    self.map[op.results[0]] = _from_elements([v for v in few for _ in range(run)], elem)
+                    return
                 self.map[op.results[0]] = self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
                 return
             if tensors or op.regions:

@@ -3,8 +3,8 @@
 
 // 512 f32 over 128 threads: 4 registers each, consecutive. With aligned
 // pointers and n a multiple of 16 (divisible-args), each thread's run is one
-// 16-byte vector load and store under one branch on its mask; without that
-// knowledge every element is loaded on its own.
+// 16-byte vector load and store under one branch on its mask, computed once;
+// without that knowledge every element is compared and loaded on its own.
 
 !buf = memref<?xf32, strided<[?], offset: ?>>
 
@@ -12,8 +12,10 @@
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK: %[[TID:.*]] = gpu.thread_id x
-// CHECK: %[[MASK:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : vector<4xi32>
-// ALIGNED: %[[M0:.*]] = vector.extract %[[MASK]][0] : i1 from vector<4xi1>
+// The mask is proven equal across each run of 4: one compare per run.
+// ALIGNED: %[[MASK:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : vector<1xi32>
+// ALIGNED: %[[M0:.*]] = vector.extract %[[MASK]][0] : i1 from vector<1xi1>
+// UNKNOWN: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<4xi32>
 // ALIGNED: %[[A:.*]] = scf.if %[[M0]] -> (vector<4xf32>) {
 // ALIGNED-NEXT: arith.index_cast
 // ALIGNED-NEXT: vector.load %{{.*}} {alignment = 16 : i64} : memref<{{.*}}xf32, strided<[1], offset: ?>>, vector<4xf32>
