@@ -2,12 +2,19 @@
 
 ptxas runs with -v; its resource report (registers, stack frame, spills) is
 kept, so that builds can be checked for local memory without a GPU.
+
+Occupancy: a kernel without tensor-core instructions is memory-bound in
+practice, and how many bytes an SM keeps in flight grows with the blocks it
+holds. When ptxas's register count leaves room for one block fewer than a
+slightly lower count would, the PTX is assembled again under that cap
+(`-maxrregcount`), and the result kept only if nothing spills.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import tempfile
 
@@ -20,18 +27,51 @@ def ptxas_path() -> str:
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 
 
-@functools.lru_cache(maxsize=64)
-def assemble(ptx: str, target: str) -> tuple[bytes, str]:
-    """(cubin, ptxas -v report) for one PTX text."""
+REGISTERS_PER_SM, THREADS_PER_SM, BLOCKS_PER_SM = 65536, 2048, 32
+
+
+def _ptxas(ptx: str, target: str, extra: list[str]) -> tuple[bytes, str]:
     with tempfile.TemporaryDirectory() as d:
         src, out = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        r = subprocess.run([ptxas_path(), f"-arch={target}", "-O3", "-v", src, "-o", out], capture_output=True, text=True)
+        r = subprocess.run([ptxas_path(), f"-arch={target}", "-O3", "-v", *extra, src, "-o", out], capture_output=True, text=True)
         if r.returncode != 0:
             raise CompilationError(f"ptxas failed for {target}:\n{r.stderr.strip()}")
         with open(out, "rb") as f:
             return f.read(), r.stderr
+
+
+def blocks_per_sm(registers: int, threads: int) -> int:
+    """Resident blocks an SM allows by registers (allocated per warp, 8 per thread at a time) and threads."""
+    per_thread = -(-max(registers, 1) // 8) * 8
+    return min(REGISTERS_PER_SM // (threads * per_thread), THREADS_PER_SM // threads, BLOCKS_PER_SM)
+
+
+def occupancy_cap(registers: int, threads: int) -> int | None:
+    """The register cap that fits one more block per SM, if there is one worth trying."""
+    blocks = blocks_per_sm(registers, threads)
+    if blocks >= min(THREADS_PER_SM // threads, BLOCKS_PER_SM):
+        return None
+    cap = REGISTERS_PER_SM // ((blocks + 1) * threads) // 8 * 8
+    return cap if cap >= 24 and cap >= registers * 3 // 4 else None  # far below: it would only spill
+
+
+@functools.lru_cache(maxsize=64)
+def assemble(ptx: str, target: str) -> tuple[bytes, str]:
+    """(cubin, ptxas -v report) for one PTX text."""
+    cubin, log = _ptxas(ptx, target, [])
+    threads = re.search(r"\.maxntid (\d+)", ptx)
+    used = re.search(r"Used (\d+) registers", log)
+    if threads is None or used is None or re.search(r"\b(mma|wgmma)\.", ptx):
+        return cubin, log
+    cap = occupancy_cap(int(used.group(1)), int(threads.group(1)))
+    if cap is None:
+        return cubin, log
+    capped, capped_log = _ptxas(ptx, target, [f"-maxrregcount={cap}"])
+    if re.search(r"[1-9]\d* bytes (spill|stack)", capped_log):
+        return cubin, log
+    return capped, capped_log + f"\ntile: register cap {cap} for {blocks_per_sm(cap, int(threads.group(1)))} blocks per SM\n"
 
 
 def ptx_to_cubin(ptx: str, target: str) -> bytes:

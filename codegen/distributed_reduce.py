@@ -4,8 +4,9 @@ three steps, as in Triton:
 1. each thread combines its own registers that differ only along the axis;
 2. lanes that hold different coordinates along the axis combine with
    `gpu.shuffle xor` (a butterfly: afterwards they all hold the result);
-3. warps along the axis meet in shared memory, where the partials are also
-   read back in the result's own layout.
+3. warps along the axis meet in shared memory: a scalar result is read back
+   one partial per lane and shuffled again; a tile result is read back in its
+   own layout.
 
 Threads that hold copies of the same elements (a layout wider than the tile)
 are left out of steps 2 and 3, so nothing is counted twice.
@@ -87,6 +88,13 @@ def op_tile_reduce(self, op):
             lin = arith.addi(lin, arith.muli(coords[d][r], i32(s)))
         memref.StoreOp(v, buf, [to_index(lin)])
     gpu.barrier()
+    if not out_shape and warps & (warps - 1) == 0:
+        # Lane i reads warp (i mod warps)'s partial and a butterfly over `warps` lanes combines
+        # them: one shared load and log2(warps) shuffles, in every warp at once, instead of
+        # `warps` loads per thread (registers that cost occupancy).
+        mine = memref.LoadOp(buf, [to_index(arith.andi(self.lane, i32(warps - 1)))]).result
+        self.map[result] = _shuffle_combine(kind, elem, mine, 1, warps)
+        return
     if not out_shape:
         acc = memref.LoadOp(buf, [to_index(i32(0))]).result
         for w in range(1, warps):

@@ -2,6 +2,7 @@
 builds, restarting from a stage file, and a runtime that needs no compiler."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -155,3 +156,33 @@ def test_matmul_uses_tensor_cores(dtype, target, monkeypatch):
     assert "#tile.mma<[2, 2]>" in launcher.asm["tile-opt"]
     info = launcher.metadata["ptxas"]
     assert info["spill_stores"] == info["stack_frame"] == 0, info
+
+
+def test_division_and_masks_are_cheap(monkeypatch):
+    """f32 division is `div.full.f32` (as Triton's), not the IEEE slow path; a mask proven
+    equal along each thread's 16-byte run is compared once per run, not once per element."""
+    import fused_softmax
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    fused_softmax.softmax_kernel._launchers.clear()
+    fused_softmax.softmax(torch.empty(64, 4096), BLOCK=4096)
+    (launcher,) = fused_softmax.softmax_kernel._launchers.values()
+    ptx = launcher.asm["ptx"]
+    assert "div.full.f32" in ptx and "div.rn.f32" not in ptx
+    # 4096 f32 over 4 warps: 32 per thread, 8 runs of 4; one compare per run for the mask.
+    assert len(re.findall(r"setp\.\w+\.s32", ptx)) <= 10, ptx  # one per element would be 32
+
+
+@pytest.mark.parametrize("registers, threads, blocks, cap", [
+    (52, 512, 2, 40),    # 56 allocated: 2 blocks of 512; at 40, 3 fit
+    (40, 512, 3, 32),    # a 4th block needs 32
+    (30, 1024, 2, None),  # 2048 threads: the SM is full
+    (120, 512, 1, None),  # a 2nd block needs 64: far below 120, it would only spill
+    (80, 256, 3, 64),
+])
+def test_occupancy_cap(registers, threads, blocks, cap):
+    from tile.codegen.cubin import blocks_per_sm, occupancy_cap
+
+    assert blocks_per_sm(registers, threads) == blocks
+    assert occupancy_cap(registers, threads) == cap

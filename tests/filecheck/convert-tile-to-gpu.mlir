@@ -48,7 +48,8 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 
 // A row of 1024 summed by 128 threads: 8 registers each, then a butterfly of
 // 5 xor shuffles within each warp, then the 4 warps' partials meet in shared
-// memory between two barriers.
+// memory between two barriers: each lane reads the partial of warp (lane mod 4),
+// and two more xor shuffles give every lane the total.
 
 // CHECK-LABEL: gpu.func @row_sum
 // CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory
@@ -63,7 +64,13 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
 // CHECK: gpu.barrier
-// CHECK-COUNT-4: memref.load %[[VIEW]]
+// CHECK: %[[LANE:.*]] = arith.andi %{{.*}}, %c3_i32 : i32
+// CHECK: %[[IDX:.*]] = arith.index_cast %[[LANE]]
+// CHECK: memref.load %[[VIEW]][%[[IDX]]]
+// CHECK-NOT: memref.load
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK-NOT: gpu.shuffle
 // CHECK: gpu.return
 func.func @row_sum(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32, strided<[?], offset: ?>>) attributes {tile.kernel} {
   %zero = arith.constant 0.0 : f32
