@@ -34,6 +34,7 @@ import traceback
 
 PATCH = {"pt": 2, "st": 2, "ph": 16, "pw": 16}
 EPS = 1e-5
+LAYER_NORM_MAX_BLOCK = 16384  # longer rows are read twice (as in triton_kernels.py)
 SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
 SWEEP_BYTES = 256 << 20
 TOLERANCES = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float16": {"rtol": 1e-2, "atol": 1e-2}}
@@ -60,10 +61,11 @@ def _warps(block: int) -> int:
     return min(max(block // 512, 4), 16)
 
 
-def tile_config(kernel: str, shape) -> dict:
-    """Constexprs and num_warps of the tile launch for a kernel at a shape; the one
-    place both passes take them from. The codegen allows at most 256 32-bit
-    registers' worth of tile elements per thread: BLOCK / (32 * num_warps) <= 256."""
+def tile_config(kernel: str, shape, num_warps: int | None = None) -> dict:
+    """Constexprs and num_warps of the tile launch for a kernel at a shape (num_warps
+    given: that many instead of the default); the one place both passes take them
+    from. The codegen allows at most 256 32-bit registers' worth of tile elements
+    per thread: BLOCK / (32 * num_warps) <= 256."""
     if kernel == "vector_add":
         cfg = {"BLOCK": 1024, "num_warps": 4}
     elif kernel == "softmax":
@@ -73,7 +75,7 @@ def tile_config(kernel: str, shape) -> dict:
         else:
             cfg = {"BLOCK": 4096, "SINGLE_TILE": False, "num_warps": 8}
     elif kernel == "layer_norm":
-        block = min(next_pow2(shape[-1]), 4096)
+        block = min(next_pow2(shape[-1]), LAYER_NORM_MAX_BLOCK)
         cfg = {"BLOCK": block, "ONE_BLOCK": shape[-1] <= block, "num_warps": _warps(block)}
     elif kernel == "add_relu_layernorm":
         block = next_pow2(shape[-1])  # the kernel holds the whole row in one tile
@@ -91,9 +93,22 @@ def tile_config(kernel: str, shape) -> dict:
         return cfg
     else:
         raise KeyError(kernel)
+    if num_warps:
+        cfg["num_warps"] = num_warps
     if cfg["BLOCK"] // (32 * cfg["num_warps"]) > 256:
         raise ValueError(f"{kernel} {shape}: BLOCK {cfg['BLOCK']} is too large a tile for {cfg['num_warps']} warps")
     return cfg
+
+
+def warp_choices(kernel: str, shape) -> list[int | None]:
+    """The num_warps each implementation is timed with at a memory-bound point: half, the
+    default and twice, within 4 to 32 warps (tile and Triton alike, each reported at its
+    best). None: the default, which is all a matmul point is timed with."""
+    if kernel in MATMUL_KERNELS:
+        return [None]
+    base = tile_config(kernel, shape)["num_warps"]
+    return [w for w in (base // 2, base, base * 2) if 4 <= w <= 32
+            and tile_config(kernel, shape)["BLOCK"] // (32 * w) <= 256]
 
 
 def cases(smoke: bool = False) -> list[dict]:
@@ -201,14 +216,14 @@ def _matmul_example():
     return matmul
 
 
-def tile_impl(kernel: str, shape):
+def tile_impl(kernel: str, shape, num_warps: int | None = None):
     """A function of the inputs that launches the tile kernel with `tile_config` and returns
     its output. It launches the example's kernel directly, not its wrapper, because the
     wrappers take no num_warps and some pick their own BLOCK."""
     import torch
 
     vector_add, fused_softmax, layer_norm, arln, patch_gather = _examples()
-    cfg = dict(tile_config(kernel, shape))
+    cfg = dict(tile_config(kernel, shape, num_warps))
     if kernel == "vector_add":
         def run(x, y):
             out, n = torch.empty_like(x), x.numel()
@@ -300,15 +315,17 @@ def reference(kernel: str, inputs):
     raise KeyError(kernel)
 
 
-def triton_impl(kernel: str, shape):
+def triton_impl(kernel: str, shape, num_warps: int | None = None):
     import triton_kernels as tk  # imported only here: the compile-only pass never needs Triton
 
-    fns = {"vector_add": tk.add, "softmax": tk.softmax, "layer_norm": lambda x, w, b: tk.layer_norm(x, w, b, EPS),
-           "add_relu_layernorm": lambda x, r, w, b: tk.add_relu_layernorm(x, r, w, b, EPS),
-           "patch_gather": lambda v: tk.patch_gather(v, **PATCH),
+    w = {"num_warps": num_warps}
+    fns = {"vector_add": lambda x, y: tk.add(x, y, **w), "softmax": lambda x: tk.softmax(x, **w),
+           "layer_norm": lambda x, w_, b: tk.layer_norm(x, w_, b, EPS, **w),
+           "add_relu_layernorm": lambda x, r, w_, b: tk.add_relu_layernorm(x, r, w_, b, EPS, **w),
+           "patch_gather": lambda v: tk.patch_gather(v, **PATCH, **w),
            "matmul": lambda a, b, bias: tk.matmul(a, b),  # no bias: Triton's epilogue is optional
            "matmul_bias_gelu": lambda a, b, bias: tk.matmul(a, b, bias, activation="gelu")}
-    return fns[kernel], tk.config_for(kernel, shape)
+    return fns[kernel], tk.config_for(kernel, shape, num_warps)
 
 
 def time_ms(fn, sync, seconds: float = TIMED_SECONDS, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS,
@@ -355,8 +372,9 @@ def compile_only(selected: list[dict]) -> int:
     for c in selected:
         t0 = time.perf_counter()
         try:
-            run, cfg = tile_impl(c["kernel"], c["shape"])
-            run(*make_inputs(c["kernel"], c["shape"], getattr(torch, c["dtype"]), "meta"))
+            for w in warp_choices(c["kernel"], c["shape"]):
+                run, cfg = tile_impl(c["kernel"], c["shape"], w)
+                run(*make_inputs(c["kernel"], c["shape"], getattr(torch, c["dtype"]), "meta"))
             status = "compiled"
         except Exception as e:  # noqa: BLE001  (report every config, whatever fails)
             failures += 1
@@ -428,12 +446,20 @@ def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
         for impl in ("tile", "triton", "torch"):
             if bar:
                 bar.set_description(f"{kernel} {'x'.join(map(str, shape))} {impl}")
-            try:
-                fn, cfg = (tile_impl(kernel, shape) if impl == "tile" else triton_impl(kernel, shape) if impl == "triton"
-                           else (torch_impl(kernel), {}))
-                r = {"config": cfg, **_check_and_time(fn, inputs, expected, tol, sync, timing)}
-            except Exception as e:  # noqa: BLE001
-                r = {"status": "error", "detail": "setup: " + "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]}
+            runs = []
+            for w in warp_choices(kernel, shape) if impl != "torch" else [None]:
+                try:
+                    fn, cfg = (tile_impl(kernel, shape, w) if impl == "tile" else triton_impl(kernel, shape, w)
+                               if impl == "triton" else (torch_impl(kernel), {}))
+                    runs.append({"config": cfg, **_check_and_time(fn, inputs, expected, tol, sync, timing)})
+                except Exception as e:  # noqa: BLE001
+                    runs.append({"status": "error", "detail": "setup: " + "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]})
+                if runs[-1]["status"] != "ok":  # every config must pass its check: a failure is the result
+                    break
+            ok = [x for x in runs if x["status"] == "ok"]
+            r = runs[-1] if runs[-1]["status"] != "ok" else min(ok, key=lambda x: x["ms"])
+            if len(ok) > 1:
+                r["tried"] = {str(x["config"].get("num_warps")): x["ms"] for x in ok}
             if r["status"] == "ok":
                 r["gbs"] = entry["bytes"] / (r["ms"] * 1e-3) / 1e9
                 if n_flops:

@@ -20,7 +20,7 @@ import triton.language as tl
 # so both run the same algorithm (one read per element, or two when chunked).
 SOFTMAX_MAX_SINGLE = 32768
 SOFTMAX_CHUNK = 4096
-LAYER_NORM_MAX_BLOCK = 4096
+LAYER_NORM_MAX_BLOCK = 16384
 # A standard bf16 GEMM configuration for Hopper (H100/H200) with the tutorial-style
 # pointer kernel: a 128x256 f32 accumulator over 8 warps, 64-deep K steps, 3 stages of
 # A and B tiles in shared memory (3 * (128*64 + 64*256) * 2 B = 144 KiB).
@@ -194,8 +194,16 @@ def matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K, s_am, s_ak, s_bk, s_bn
     tl.store(c_ptr + out_rows[:, None] * s_cm + out_cols[None, :] * s_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-def config_for(kernel: str, shape) -> dict:
-    """The launch parameters the wrappers below use for this kernel and shape."""
+def config_for(kernel: str, shape, num_warps: int | None = None) -> dict:
+    """The launch parameters the wrappers below use for this kernel and shape
+    (num_warps given: that many instead of the default)."""
+    cfg = _default_config(kernel, shape)
+    if num_warps:
+        cfg["num_warps"] = num_warps
+    return cfg
+
+
+def _default_config(kernel: str, shape) -> dict:
     if kernel == "vector_add":
         return {"BLOCK": 1024, "num_warps": 4}
     if kernel == "patch_gather":
@@ -215,48 +223,48 @@ def config_for(kernel: str, shape) -> dict:
     raise KeyError(kernel)
 
 
-def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def add(x: torch.Tensor, y: torch.Tensor, num_warps: int | None = None) -> torch.Tensor:
     out = torch.empty_like(x)
     n = x.numel()
-    cfg = config_for("vector_add", x.shape)
+    cfg = config_for("vector_add", x.shape, num_warps)
     add_kernel[(triton.cdiv(n, cfg["BLOCK"]),)](x, y, out, n, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return out
 
 
-def softmax(x: torch.Tensor) -> torch.Tensor:
+def softmax(x: torch.Tensor, num_warps: int | None = None) -> torch.Tensor:
     """Softmax over dim 1 of a 2-D tensor with unit column stride."""
     rows, cols = x.shape
     out = torch.empty_like(x)
-    cfg = config_for("softmax", x.shape)
+    cfg = config_for("softmax", x.shape, num_warps)
     kernel = softmax_looped_kernel if cfg["looped"] else softmax_row_kernel
     kernel[(rows,)](out, x, x.stride(0), out.stride(0), cols, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return out
 
 
-def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float = 1e-5, num_warps: int | None = None) -> torch.Tensor:
     rows, cols = x.shape
     out = torch.empty_like(x)
-    cfg = config_for("layer_norm", x.shape)
+    cfg = config_for("layer_norm", x.shape, num_warps)
     layer_norm_fwd_kernel[(rows,)](x, w, b, out, x.stride(0), out.stride(0), cols, eps, BLOCK=cfg["BLOCK"],
                                    ONE_BLOCK=cfg["BLOCK"] >= cols, num_warps=cfg["num_warps"])
     return out
 
 
-def add_relu_layernorm(x, r, w, b, eps: float = 1e-5) -> torch.Tensor:
+def add_relu_layernorm(x, r, w, b, eps: float = 1e-5, num_warps: int | None = None) -> torch.Tensor:
     """x and r contiguous (rows, cols); the whole row is one block."""
     rows, cols = x.shape
     out = torch.empty_like(x)
-    cfg = config_for("add_relu_layernorm", x.shape)
+    cfg = config_for("add_relu_layernorm", x.shape, num_warps)
     add_relu_layernorm_kernel[(rows,)](x, r, w, b, out, cols, eps, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
     return out
 
 
-def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int) -> torch.Tensor:
+def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, num_warps: int | None = None) -> torch.Tensor:
     """Same layout as examples/patch_gather.py: (B, nT, nH, nW, C*pt*ph*pw), video read through its strides."""
     B, T, C, H, W = video.shape
     n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw
     out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
-    cfg = config_for("patch_gather", video.shape)
+    cfg = config_for("patch_gather", video.shape, num_warps)
     patch_gather_kernel[(B * n_t, n_h, n_w)](video, out, n_t, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw,
                                              BLOCK=triton.next_power_of_2(n_k), num_warps=cfg["num_warps"])
     return out
