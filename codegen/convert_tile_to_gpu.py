@@ -212,6 +212,8 @@ class Translator:
         if op.name == "arith.divf" and isinstance(rt.element_type, ir.F32Type):
             a, b = (_elements(v, n) for v in operands)
             return _from_elements([_div_full(x, y) for x, y in zip(a, b)], rt.element_type)
+        if op.name in _APPROX and isinstance(rt.element_type, ir.F32Type):
+            return _from_elements([_APPROX[op.name](x) for x in _elements(operands[0], n)], rt.element_type)
         attrs = {k: op.attributes[k] for k in op.attributes}
         if op.name in _CONTRACTIBLE:
             attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do
@@ -331,6 +333,23 @@ def _div_full(a, b):
     """f32 a / b as PTX `div.full.f32`, as Triton divides: within 2 ulp over the full range,
     a few instructions, where the IEEE `div.rn.f32` calls a slow path and costs registers."""
     return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.div.full", [a, b], [], [])
+
+
+def _ex2(x):
+    """e^x as 2^(x log2 e) on the SFU (`ex2.approx.f32`), as Triton computes `exp`."""
+    scaled = arith.mulf(x, arith.ConstantOp(ir.F32Type.get(), 1.4426950408889634).result)
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.ex2.approx.f32", [scaled], [], [])
+
+
+def _lg2(x):
+    """ln x as log2(x) ln 2 on the SFU (`lg2.approx.f32`), as Triton computes `log`."""
+    lg = llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.lg2.approx.f", [x], [], [])
+    return arith.mulf(lg, arith.ConstantOp(ir.F32Type.get(), 0.6931471805599453).result)
+
+
+# f32 math on the special-function unit: a few instructions where libdevice's accurate
+# versions take dozens (and registers); within a few ulp for the ranges kernels use.
+_APPROX = {"math.exp": _ex2, "math.log": _lg2}
 
 
 def _divisibility(fn, specialization: dict) -> dict:
