@@ -250,8 +250,8 @@ def tile_impl(kernel: str, shape, num_warps: int | None = None):
             p = PATCH
             n_t, n_h, n_w, n_k = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"], C * p["pt"] * p["ph"] * p["pw"]
             out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
-            patch_gather.patch_gather_kernel[(B * n_t, n_h, n_w)](
-                video, out, n_t, n_k, *video.stride(), ST=p["st"], PT=p["pt"], PH=p["ph"], PW=p["pw"], **cfg)
+            patch_gather.patch_gather_kernel[(B * n_t * n_h * n_w,)](
+                video, out, n_t, n_h, n_w, n_k, *video.stride(), ST=p["st"], PT=p["pt"], PH=p["ph"], PW=p["pw"], **cfg)
             return out
     elif kernel in MATMUL_KERNELS:
         mm = _matmul_example()

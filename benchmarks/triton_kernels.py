@@ -127,12 +127,14 @@ def add_relu_layernorm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, out_ptr, n_cols, eps, 
 
 
 @triton.jit
-def patch_gather_kernel(video_ptr, out_ptr, n_t, n_k, s_b, s_t, s_c, s_h, s_w, ST: tl.constexpr, PT: tl.constexpr,
-                        PH: tl.constexpr, PW: tl.constexpr, BLOCK: tl.constexpr):
-    """One program per patch; k indexes (c, dt, dy, dx) of the flattened patch."""
-    clip = tl.program_id(0)
-    py = tl.program_id(1)
-    px = tl.program_id(2)
+def patch_gather_kernel(video_ptr, out_ptr, n_t, n_h, n_w, n_k, s_b, s_t, s_c, s_h, s_w, ST: tl.constexpr,
+                        PT: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, BLOCK: tl.constexpr):
+    """One program per patch, numbered in the output's order (x fastest); k indexes
+    (c, dt, dy, dx) of the flattened patch."""
+    patch = tl.program_id(0)
+    px = patch % n_w
+    py = patch // n_w % n_h
+    clip = patch // (n_w * n_h)
     b = clip // n_t
     i = clip % n_t
     k = tl.arange(0, BLOCK)
@@ -141,7 +143,6 @@ def patch_gather_kernel(video_ptr, out_ptr, n_t, n_k, s_b, s_t, s_c, s_h, s_w, S
     dy = (k // PW) % PH
     dx = k % PW
     src = b * s_b + (i * ST + dt) * s_t + c * s_c + (py * PH + dy) * s_h + (px * PW + dx) * s_w
-    patch = (clip * tl.num_programs(1) + py) * tl.num_programs(2) + px
     mask = k < n_k
     tl.store(out_ptr + patch * n_k + k, tl.load(video_ptr + src, mask=mask), mask=mask)
 
@@ -265,8 +266,8 @@ def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, num_wa
     n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw
     out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
     cfg = config_for("patch_gather", video.shape, num_warps)
-    patch_gather_kernel[(B * n_t, n_h, n_w)](video, out, n_t, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw,
-                                             BLOCK=triton.next_power_of_2(n_k), num_warps=cfg["num_warps"])
+    patch_gather_kernel[(B * n_t * n_h * n_w,)](video, out, n_t, n_h, n_w, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw,
+                                                BLOCK=triton.next_power_of_2(n_k), num_warps=cfg["num_warps"])
     return out
 
 

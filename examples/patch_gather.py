@@ -9,6 +9,9 @@ cut into `ph x pw` spatial patches, and flatten each patch:
 
 The video is read through its strides (Triton form), so a permuted or sliced
 view works as is, with no `.contiguous()` copy. One program gathers one patch.
+Programs are numbered in the output's order, x fastest: the blocks resident at
+one time then read neighbouring patches, whole bands of each frame, so DRAM
+serves long runs instead of scattered 96-byte pieces.
 """
 
 import torch
@@ -17,10 +20,10 @@ import tile
 
 
 @tile.kernel
-def patch_gather_kernel(video, out, n_t, n_k, s_b, s_t, s_c, s_h, s_w, ST: tile.constexpr,
+def patch_gather_kernel(video, out, n_t, n_h, n_w, n_k, s_b, s_t, s_c, s_h, s_w, ST: tile.constexpr,
                         PT: tile.constexpr, PH: tile.constexpr, PW: tile.constexpr, BLOCK: tile.constexpr):
-    clip = tile.program_id(0)  # b * n_t + i
-    y, x = tile.program_id(1), tile.program_id(2)
+    patch = tile.program_id(0)  # ((b * n_t + i) * n_h + y) * n_w + x
+    x, y, clip = patch % n_w, patch // n_w % n_h, patch // (n_w * n_h)
     b, i = clip // n_t, clip % n_t
     k = tile.arange(0, BLOCK)
     c = k // (PT * PH * PW)
@@ -28,7 +31,6 @@ def patch_gather_kernel(video, out, n_t, n_k, s_b, s_t, s_c, s_h, s_w, ST: tile.
     dy = k // PW % PH
     dx = k % PW
     src = b * s_b + (i * ST + dt) * s_t + c * s_c + (y * PH + dy) * s_h + (x * PW + dx) * s_w
-    patch = (clip * tile.num_programs(1) + y) * tile.num_programs(2) + x
     mask = k < n_k
     tile.store(out + patch * n_k + k, tile.load(video + src, mask=mask), mask=mask)
 
@@ -39,7 +41,8 @@ def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int) -> tor
     n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw
     out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
     block = 1 << (n_k - 1).bit_length()
-    patch_gather_kernel[(B * n_t, n_h, n_w)](video, out, n_t, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw, BLOCK=block)
+    patch_gather_kernel[(B * n_t * n_h * n_w,)](video, out, n_t, n_h, n_w, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw,
+                                                BLOCK=block)
     return out
 
 
