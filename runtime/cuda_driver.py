@@ -173,6 +173,16 @@ class Function:
               "cuLaunchKernel")
 
 
+def bare(name: str):
+    """Entry point `name` as a second ctypes function object without argtypes (restype
+    CUresult), for a hot call whose caller passes values already in C form: handles and
+    streams as c_void_p, 32-bit ints as ints, arrays, None for NULL. ctypes then converts
+    nothing per argument (cuLaunchKernel: ~0.4 us a call instead of ~1.2 us)."""
+    fn = _load()[name]  # CDLL.__getitem__ makes a new function object, unlike getattr
+    fn.restype = c_int
+    return fn
+
+
 def parameter_array(params: list):
     """The `void* kernelParams[]` for ctypes scalars; valid while they live."""
     return (c_void_p * len(params))(*[ctypes.addressof(p) for p in params])

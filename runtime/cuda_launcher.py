@@ -3,12 +3,21 @@
 The kernel parameters are built from the ABI recorded at compile time (read
 back from the compiled function's signature): for each tensor its pointer
 (twice: allocated and aligned), offset 0, sizes and strides in elements; for
-each scalar its value. Imports only ctypes and the driver shim.
+each scalar its value. Imports only the standard library and the driver shim.
+
+Two ways in: `__call__(grid, values, names)`, general, and `fast_launch(kinds)`,
+a function generated once per specialization (the way Triton generates its
+launcher) that `Kernel`'s binder calls with the grid and the arguments it has
+already read: it writes exactly the parameters the kernel reads into their
+preallocated ctypes slots and calls cuLaunchKernel with values already in C form.
 """
 
 from __future__ import annotations
 
 import ctypes
+import linecache
+import re
+from collections import Counter
 
 from ..frontend.errors import DeviceUnavailableError
 from . import cuda_driver
@@ -31,6 +40,7 @@ class CudaLauncher:
         for slot, (arg, part, dim, _) in zip(self._slots, self.abi):
             self._plan.setdefault(arg, []).append((slot, part, dim))
         self._plan = list(self._plan.items())
+        self._fast: dict = {}
 
     def function(self):
         if self._function is None:
@@ -61,16 +71,105 @@ class CudaLauncher:
                 slots[0][0].value = v
         fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, _current_stream())
 
+    # ---- the generated per-specialization launch ----------------------------------
+    def params_read(self) -> set[int] | None:
+        """Indices of the kernel parameters its PTX reads (`ld.param` and the like name the
+        parameter; its declaration names it once), or None when that cannot be told. The
+        others (the allocated pointer, often sizes and strides) need not be written."""
+        ptx = getattr(self, "asm", {}).get("ptx")
+        if not isinstance(ptx, str) or f".entry {self.name}(" not in ptx:
+            return None
+        uses = Counter(int(i) for i in re.findall(rf"\b{re.escape(self.name)}_param_(\d+)\b", ptx))
+        if sorted(uses) != list(range(len(self.abi))):
+            return None
+        return {i for i, n in uses.items() if n > 1}
 
-_raw_stream = None
+    def fast_launch(self, kinds: tuple):
+        """The launch function for arguments of `kinds` (one per run-time argument: "t" a
+        tensor, "i"/"f"/"b" an int/float/bool), called as `f(gx, gy, gz, *flat)` where
+        `flat` is, per argument, `t, t.data_ptr()` for a tensor and the value for a scalar.
+        Grid dims are positive ints below 2**31. None if kinds do not fit the ABI."""
+        if kinds not in self._fast:
+            self._fast[kinds] = self._generate(kinds)
+        return self._fast[kinds]
+
+    def _generate(self, kinds):
+        fn = self._function or self.function()
+        if any(arg >= len(kinds) or (kinds[arg] == "t") != (part != "value") for arg, part, _, _ in self.abi):
+            return None
+        read = self.params_read()
+        params = ["_gx", "_gy", "_gz"]
+        for i, k in enumerate(kinds):
+            params += [f"a{i}", f"a{i}p"] if k == "t" else [f"a{i}"]
+        body, slots, shapes = [], [], set()
+        for j, (slot, (arg, part, dim, _)) in enumerate(zip(self._slots, self.abi)):
+            if part == "offset" or (read is not None and j not in read):
+                continue  # offsets stay 0 (the slots start zeroed); unread parameters need no value
+            if part in ("size", "stride") and (arg, part) not in shapes:
+                shapes.add((arg, part))
+                body.append(f"a{arg}{part[:2]} = a{arg}.{'shape' if part == 'size' else 'stride()'}")
+            value = {"ptr": f"a{arg}p", "value": f"a{arg}", "size": f"a{arg}si[{dim}]", "stride": f"a{arg}st[{dim}]"}[part]
+            body.append(f"_s{j}.value = {value}")
+            slots.append(j)
+        bx, by, bz = self.block
+        body += [
+            "_st = _get_stream(_get_device())",
+            "_sv = _streams.get(_st)",
+            "if _sv is None:",
+            "    _sv = _stream_arg(_st)",
+            f"_r = _launch(_h, _gx, _gy, _gz, {bx}, {by}, {bz}, {self.shared_bytes}, _sv, _argv, None)",
+            "if _r:",
+            "    _check(_r, 'cuLaunchKernel')",
+        ]
+        cells = ["_launch", "_h", "_argv", "_get_stream", "_get_device", "_streams", "_stream_arg", "_check"]
+        cells += [f"_s{j}" for j in slots]
+        src = (f"def _make({', '.join(cells)}):\n"
+               f"    def launch_{self.name}({', '.join(params)}):\n"
+               + "".join(f"        {line}\n" for line in body)
+               + f"    return launch_{self.name}\n")
+        namespace: dict = {}
+        filename = f"<tile launch {self.name}>"
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+        exec(compile(src, filename, "exec"), namespace)
+        get_stream, get_device = _stream_getters()
+        launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), ctypes.c_void_p(fn.handle), self._argv,
+                                    get_stream, get_device, _streams, _stream_arg, cuda_driver.check,
+                                    *[self._slots[j] for j in slots])
+        launch.source = src
+        return launch
 
 
-def _current_stream() -> int:
-    """torch's current stream on the current device, by the cheapest call torch offers."""
-    global _raw_stream
-    if _raw_stream is None:
+# torch's raw stream handles as c_void_p, the form cuLaunchKernel takes without argtypes.
+_streams: dict = {}
+
+
+def _stream_arg(stream: int):
+    if len(_streams) > 64:
+        _streams.clear()
+    arg = _streams[stream] = ctypes.c_void_p(stream)
+    return arg
+
+
+_getters = None
+
+
+def _stream_getters():
+    """(get_stream(device) -> raw handle, get_device()): torch's cheapest calls, two C calls."""
+    global _getters
+    if _getters is None:
         import torch
 
         get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        _raw_stream = (lambda: get(torch.cuda.current_device())) if get else (lambda: torch.cuda.current_stream().cuda_stream)
-    return _raw_stream()
+        device = getattr(torch._C, "_cuda_getDevice", None)
+        if get is not None and device is not None:
+            torch.cuda.current_device()  # torch's lazy CUDA init, once
+            _getters = (get, device)
+        else:
+            _getters = (lambda d: torch.cuda.current_stream(d).cuda_stream, torch.cuda.current_device)
+    return _getters
+
+
+def _current_stream() -> int:
+    """torch's current stream on the current device."""
+    get, device = _stream_getters()
+    return get(device())
