@@ -122,6 +122,7 @@ class Translator:
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int):
+        self.scratch_uses = getattr(self, "scratch_uses", 0) + 1  # lets back-to-back users skip a barrier
         nbytes = count * _bits(elem) // 8
         self.scratch_bytes = max(self.scratch_bytes, nbytes)
         if self._scratch is None:

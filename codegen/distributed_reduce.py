@@ -45,6 +45,35 @@ def _shuffle_combine(kind, elem, v, lane_stride: int, lanes: int):
     return x if wide == elem else arith.truncf(elem, x)
 
 
+def _in_thread(kind, elem, a, b):
+    """combine, with sums open to fma contraction (a sum of squares becomes an fma chain)."""
+    if kind == "sum" and not isinstance(elem, ir.IntegerType):
+        return arith.addf(a, b, fastmath=ir.Attribute.parse("#arith.fastmath<contract>"))
+    return combine(kind, elem, a, b)
+
+
+def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
+    """A full reduction's last step. Each warp writes its partial; lane i reads warp
+    (i mod warps)'s and a butterfly over `warps` lanes combines them: one shared load and
+    log2(warps) shuffles in every warp at once, not `warps` loads per thread (registers
+    that cost occupancy). Back-to-back reductions in one block (a mean, then a variance)
+    alternate between two halves of the scratch: the barrier between the previous one's
+    writes and reads already orders its reads before these writes, so no barrier is needed
+    ahead of the writes."""
+    block = ir.InsertionPoint.current.block
+    last = getattr(self, "_last_scalar_reduce", None)
+    buf = self.scratch(elem, 2 * warps)
+    follows = last is not None and last[0] == block and last[1] == self.scratch_uses - 1
+    half = 1 - last[2] if follows else 0
+    if not follows:
+        gpu.barrier()
+    memref.StoreOp(partial, buf, [to_index(arith.addi(warp_a, i32(half * warps)))])
+    gpu.barrier()
+    mine = memref.LoadOp(buf, [to_index(arith.addi(arith.andi(self.lane, i32(warps - 1)), i32(half * warps)))]).result
+    self.map[op.results[0]] = _shuffle_combine(kind, elem, mine, 1, warps)
+    self._last_scalar_reduce = (block, self.scratch_uses, half)
+
+
 def op_tile_reduce(self, op):
     src = op.operands[0]
     axis = ir.IntegerAttr(op.attributes["axis"]).value
@@ -63,7 +92,7 @@ def op_tile_reduce(self, op):
     for key, rs in groups.items():
         acc = regs[rs[0]]
         for r in rs[1:]:
-            acc = combine(kind, elem, acc, regs[r])
+            acc = _in_thread(kind, elem, acc, regs[r])
         partials[key] = (acc, rs[0])
 
     # 2. across lanes
@@ -78,9 +107,12 @@ def op_tile_reduce(self, op):
         self.map[result] = next(iter(partials.values()))[0]
         return
     count = math.prod(out_shape)
-    buf = self.scratch(elem, warps * count)
     out_strides = row_major_strides(out_shape)
     warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(dist.layout.warps_per_cta[axis]))
+    if not out_shape and warps & (warps - 1) == 0:
+        _scalar_across_warps(self, op, kind, elem, next(iter(partials.values()))[0], warp_a, warps)
+        return
+    buf = self.scratch(elem, warps * count)
     gpu.barrier()
     for v, r in partials.values():
         lin = arith.muli(warp_a, i32(count))
@@ -88,13 +120,6 @@ def op_tile_reduce(self, op):
             lin = arith.addi(lin, arith.muli(coords[d][r], i32(s)))
         memref.StoreOp(v, buf, [to_index(lin)])
     gpu.barrier()
-    if not out_shape and warps & (warps - 1) == 0:
-        # Lane i reads warp (i mod warps)'s partial and a butterfly over `warps` lanes combines
-        # them: one shared load and log2(warps) shuffles, in every warp at once, instead of
-        # `warps` loads per thread (registers that cost occupancy).
-        mine = memref.LoadOp(buf, [to_index(arith.andi(self.lane, i32(warps - 1)))]).result
-        self.map[result] = _shuffle_combine(kind, elem, mine, 1, warps)
-        return
     if not out_shape:
         acc = memref.LoadOp(buf, [to_index(i32(0))]).result
         for w in range(1, warps):

@@ -60,7 +60,7 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 // CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK-NOT: gpu.shuffle
-// CHECK: %[[VIEW:.*]] = memref.view %[[SMEM]]{{.*}} to memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[VIEW:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
 // CHECK: gpu.barrier
@@ -83,5 +83,42 @@ func.func @row_sum(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32,
   %c0 = arith.constant 0 : i32
   %true = arith.constant true
   "tile.store"(%y, %c0, %s, %true) : (memref<?xf32, strided<[?], offset: ?>>, i32, f32, i1) -> ()
+  return
+}
+
+// -----
+
+// Two full reductions back to back (a max, then a sum, as softmax does): the
+// second writes the other half of the scratch, so it needs no barrier before
+// its writes; the barrier between the first one's writes and reads already
+// orders the first one's reads before them.
+
+// CHECK-LABEL: gpu.func @max_then_sum
+// CHECK: %[[VIEW:.*]] = memref.view {{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[VIEW]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[VIEW]]
+// CHECK: arith.addi %{{.*}}, %c4_i32 : i32
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[VIEW]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[VIEW]]
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+func.func @max_then_sum(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %t = arith.constant true
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32>
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1>
+  %other = "tile.splat"(%zero) : (f32) -> tensor<1024xf32>
+  %a = "tile.load"(%x, %r, %m, %other) : (memref<?xf32, strided<[?], offset: ?>>, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf32>) -> tensor<1024xf32>
+  %mx = "tile.reduce"(%a) {axis = 0 : i32, kind = "max"} : (tensor<1024xf32>) -> f32
+  %s = "tile.reduce"(%a) {axis = 0 : i32, kind = "sum"} : (tensor<1024xf32>) -> f32
+  %both = arith.addf %mx, %s : f32
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  "tile.store"(%y, %c0, %both, %true) : (memref<?xf32, strided<[?], offset: ?>>, i32, f32, i1) -> ()
   return
 }
