@@ -8,7 +8,7 @@ elements L gives that thread (`distributed_layout.py`):
 
 - elementwise `arith`/`math` ops apply to those vectors as they are;
 - `tile.load`/`tile.store` compute each register's address; runs of
-  consecutive, aligned addresses (`axis_info.py`) become one `vector.load` /
+  consecutive, aligned addresses (`passes/axis_info.py`) become one `vector.load` /
   `vector.store` of up to 16 bytes, predicated per run by the mask;
 - `tile.reduce` reduces a thread's registers, then across lanes with
   `gpu.shuffle xor`, then across warps through shared memory;
@@ -38,7 +38,7 @@ from ..dialects.layout import Blocked, Mma, encoding_of
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
-from .axis_info import AxisInfo
+from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, row_major_strides
 from .register_vectors import elements as _elements
@@ -54,6 +54,14 @@ MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 _CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
 _REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
+
+
+def _through_groups(v):
+    """What a fusion group yields for its result v (v otherwise): recomputable values stay so across groups."""
+    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "scf.execute_region":
+        op = v.owner.operation
+        v = list(op.regions[0].blocks[0].operations)[-1].operands[list(op.results).index(v)]
+    return v
 
 
 class Translator:
@@ -152,6 +160,7 @@ class Translator:
 
     # ---- values at arbitrary coordinates ----------------------------------------------
     def rematerializable(self, v, depth=0) -> bool:
+        v = _through_groups(v)
         if depth > 12 or not isinstance(v.type, ir.RankedTensorType) or isinstance(v.owner, ir.Block):
             return False
         op = v.owner.operation
@@ -163,6 +172,7 @@ class Translator:
 
     def eval_at(self, v, coords: list, n: int):
         """The values of tile v at the given per-dim coordinate vectors (n registers)."""
+        v = _through_groups(v)
         t = ir.RankedTensorType(v.type)
         shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in _REMAT
         if not shape_op and not self.rematerializable(v):

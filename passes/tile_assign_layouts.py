@@ -8,6 +8,18 @@ slowest dims); tiles shaped like a `dot` accumulator take `#tile.mma`. Elementwi
 loads and stores they feed. Where an op's operand still disagrees with the
 layout of its result, a `tile.convert_layout` is inserted.
 
+A 1-D gather (a `tile.load` whose offsets axis analysis cannot prove
+consecutive, so it cannot be one 16-byte vector per thread) loads in a layout of
+one element per thread, consecutive elements on consecutive lanes: a warp's
+load then touches a few neighbouring sectors instead of one per lane. Its
+result is converted to the shape's layout for its users, through shared memory.
+
+    # before
+    %v = "tile.load"(%p, %gathered, ...) : (...) -> tensor<2048xf16>
+    # after
+    %g = "tile.load"(%p, %gathered, ...) : (...) -> tensor<2048xf16, #tile.blocked<[1], [32], [4], [0]>>
+    %v = "tile.convert_layout"(%g) : (...) -> tensor<2048xf16, #tile.blocked<[8], [32], [4], [0]>>
+
     # before
     %s = arith.addf %x, %y : tensor<1024xf32>
     # after
@@ -22,6 +34,7 @@ from mlir import ir
 
 from ..dialects import tile_ops
 from ..dialects.layout import Blocked, Mma, element_bits, encoding_of, with_encoding
+from .axis_info import AxisInfo
 from .registry import register_pass
 from .walk import all_ops
 
@@ -76,6 +89,10 @@ class TileAssignLayouts:
             if op.name == "func.return":
                 results = [v.type for v in op.operands]
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in entry.arguments], results))
+        axis = AxisInfo()
+        for op in ops:
+            if op.name == "tile.load" and _gathers(op, axis):
+                self.load_per_lane(op)
         for op in ops:
             anchor = _layout_anchor(op)
             want = encoding_of(anchor.type) if anchor is not None else None
@@ -84,6 +101,28 @@ class TileAssignLayouts:
                 if want and have and have != want:
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = tile_ops.convert_layout(v, with_encoding(v.type, want))
+
+
+    def load_per_lane(self, load):
+        # %v = load -> %g = load (one element per lane); %v = convert_layout %g
+        result = load.results[0]
+        shaped = with_encoding(result.type, None)
+        shape = list(ir.RankedTensorType(shaped).shape)
+        want = result.type
+        result.set_type(with_encoding(shaped, Blocked.default(shape, 128, self.num_warps)))
+        with ir.InsertionPoint.after(load), load.location:
+            back = tile_ops.convert_layout(result, want)
+        result.replace_all_uses_except(back, back.owner.operation)
+
+
+def _gathers(load, axis) -> bool:
+    """A 1-D load whose offsets are not provably consecutive, in a layout of several per thread."""
+    result = load.results[0]
+    layout = encoding_of(result.type)
+    offsets = load.operands[1]
+    return (isinstance(layout, Blocked) and ir.RankedTensorType(result.type).rank == 1
+            and layout.size_per_thread[0] > 1 and isinstance(offsets.type, ir.RankedTensorType)
+            and axis(offsets).contiguity == 1)
 
 
 def _layout_anchor(op):

@@ -88,3 +88,31 @@ func.func @converts(%x: memref<?xf32, strided<[?], offset: ?>>, %t: i1, %z: f32)
   %v = "tile.load"(%x, %r, %m, %o) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64xi32>, tensor<64xi1>, tensor<64xf32>) -> tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>
   return %v : tensor<64xf32, #tile.blocked<[1], [32], [2], [0]>>
 }
+
+// -----
+
+// A gather: offsets scaled by a run-time stride are not provably consecutive,
+// so the load takes one element per lane (a warp reads neighbouring elements)
+// and its result is converted to the shape's layout for the store, which stays
+// a 16-byte vector per thread. The contiguous store's offsets keep theirs.
+
+!h = memref<?xf16, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @gather
+// W4: %[[G:.*]] = "tile.load"(%{{.*}}) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #tile.blocked<[1], [32], [4], [0]>>, tensor<1024xi1, #tile.blocked<[1], [32], [4], [0]>>, tensor<1024xf16, #tile.blocked<[1], [32], [4], [0]>>) -> tensor<1024xf16, #tile.blocked<[1], [32], [4], [0]>>
+// W4-NEXT: %[[V:.*]] = "tile.convert_layout"(%[[G]]) : (tensor<1024xf16, #tile.blocked<[1], [32], [4], [0]>>) -> tensor<1024xf16, #tile.blocked<[8], [32], [4], [0]>>
+// W4: "tile.store"(%{{.*}}, %{{.*}}, %[[V]], %{{.*}}) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #tile.blocked<[8], [32], [4], [0]>>, tensor<1024xf16, #tile.blocked<[8], [32], [4], [0]>>
+// W8: "tile.load"{{.*}} -> tensor<1024xf16, #tile.blocked<[1], [32], [8], [0]>>
+// W8-NEXT: "tile.convert_layout"{{.*}} -> tensor<1024xf16, #tile.blocked<[4], [32], [8], [0]>>
+func.func @gather(%x: !h, %out: !h, %stride: i32) {
+  %zero = arith.constant 0.0 : f16
+  %t = arith.constant true
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32>
+  %s = "tile.splat"(%stride) : (i32) -> tensor<1024xi32>
+  %src = arith.muli %r, %s : tensor<1024xi32>
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1>
+  %other = "tile.splat"(%zero) : (f16) -> tensor<1024xf16>
+  %v = "tile.load"(%x, %src, %m, %other) : (!h, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf16>) -> tensor<1024xf16>
+  "tile.store"(%out, %r, %v, %m) : (!h, tensor<1024xi32>, tensor<1024xf16>, tensor<1024xi1>) -> ()
+  return
+}
