@@ -3,10 +3,9 @@
 Each thread accesses its own registers' elements. Along the fastest dim a
 thread holds runs of consecutive elements; when axis info proves a run's
 offsets consecutive and aligned and its mask uniform, the run is one
-`vector.load`/`vector.store` (up to 16 bytes, with the alignment written on
-the op, since NVPTX vectorizes only what it is told is aligned), guarded by
-one branch on the run's mask. Anything else is one guarded scalar access per
-register.
+16-byte (or 8- or 4-byte) access predicated on the run's mask
+(`predicated_access.py`); a shorter run is a `vector.load`/`vector.store`
+guarded by a branch. Anything else is one guarded scalar access per register.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, vector
 
 from ..dialects.layout import element_bits as bits
+from . import predicated_access
 from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .register_vectors import elements, from_elements, i32, splat
 
@@ -48,7 +48,12 @@ def op_tile_load(self, op):
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
     offs, masks, others = (elements(self.value(v), n) for v in (offsets, mask, other))
     out = []
+    address = predicated_access.byte_address(flat, elem) if predicated_access.supported(w, elem) else None
     for r in range(0, n, w):
+        if address is not None:
+            rest = from_elements(others[r : r + w], elem)
+            out.extend(elements(predicated_access.load(address(offs[r]), masks[r], rest, w, elem), w))
+            continue
         if w == 1:
             out.append(if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda r=r: others[r]))
             continue
@@ -73,7 +78,11 @@ def op_tile_store(self, op):
     n = dist.num_registers
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
     offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
+    address = predicated_access.byte_address(flat, elem) if predicated_access.supported(w, elem) else None
     for r in range(0, n, w):
+        if address is not None:
+            predicated_access.store(address(offs[r]), masks[r], from_elements(vals[r : r + w], elem), w, elem)
+            continue
         if w == 1:
             if_else(masks[r], None, lambda r=r: memref.StoreOp(vals[r], flat, [to_index(offs[r])]), None)
             continue

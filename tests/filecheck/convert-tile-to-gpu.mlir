@@ -3,8 +3,9 @@
 
 // 512 f32 over 128 threads: 4 registers each, consecutive. With aligned
 // pointers and n a multiple of 16 (divisible-args), each thread's run is one
-// 16-byte vector load and store under one branch on its mask, computed once;
-// without that knowledge every element is compared and loaded on its own.
+// 16-byte vector load and store predicated on its mask, computed once (inline
+// PTX: NVVM has no predicated vector access); without that knowledge every
+// element is compared, loaded and stored on its own.
 
 !buf = memref<?xf32, strided<[?], offset: ?>>
 
@@ -16,16 +17,16 @@
 // ALIGNED: %[[MASK:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : vector<1xi32>
 // ALIGNED: %[[M0:.*]] = vector.extract %[[MASK]][0] : i1 from vector<1xi1>
 // UNKNOWN: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<4xi32>
-// ALIGNED: %[[A:.*]] = scf.if %[[M0]] -> (vector<4xf32>) {
-// ALIGNED-NEXT: arith.index_cast
-// ALIGNED-NEXT: vector.load %{{.*}} {alignment = 16 : i64} : memref<{{.*}}xf32, strided<[1], offset: ?>>, vector<4xf32>
+// ALIGNED: %[[LD:.*]] = llvm.inline_asm has_side_effects "{{.*}}@$4 ld.global.v4.b32 {$0, $1, $2, $3}, [$5];", "=r,=r,=r,=r,b,l,r,r,r,r" %[[M0]], %[[ADDR:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (i1, i64, i32, i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>
+// ALIGNED: %[[A:.*]] = vector.bitcast %{{.*}} : vector<4xi32> to vector<4xf32>
 // ALIGNED: %[[S:.*]] = arith.addf %[[A]], %[[A]] fastmath<contract> : vector<4xf32>
-// ALIGNED: scf.if %[[M0]] {
-// ALIGNED-NEXT: arith.index_cast
-// ALIGNED-NEXT: vector.store %[[S]], %{{.*}} {alignment = 16 : i64}
-// UNKNOWN-NOT: vector.load
-// UNKNOWN-COUNT-4: memref.load %{{.*}} : memref<{{.*}}xf32, strided<[1], offset: ?>>
-// UNKNOWN-NOT: vector.store
+// ALIGNED: %[[SW:.*]] = vector.bitcast %[[S]] : vector<4xf32> to vector<4xi32>
+// ALIGNED: llvm.inline_asm has_side_effects "@$0 st.global.v4.b32 [$1], {$2, $3, $4, $5};", "b,l,r,r,r,r" %[[M0]]
+// ALIGNED-NOT: scf.if
+// UNKNOWN-NOT: ld.global.v4
+// UNKNOWN-COUNT-4: @$1 ld.global.b32 $0, [$2];
+// UNKNOWN-NOT: st.global.v4
+// UNKNOWN-COUNT-4: @$0 st.global.b32 [$1], $2;
 // CHECK: gpu.return
 func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
   %zero = arith.constant 0.0 : f32
