@@ -67,9 +67,10 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
     half = 1 - last[2] if follows else 0
     if not follows:
         gpu.barrier()
-    memref.StoreOp(partial, buf, [to_index(arith.addi(warp_a, i32(half * warps)))])
+    offset = (lambda v: arith.addi(v, i32(warps))) if half else (lambda v: v)  # noqa: E731
+    memref.StoreOp(partial, buf, [to_index(offset(warp_a))])
     gpu.barrier()
-    mine = memref.LoadOp(buf, [to_index(arith.addi(arith.andi(self.lane, i32(warps - 1)), i32(half * warps)))]).result
+    mine = memref.LoadOp(buf, [to_index(offset(arith.andi(self.lane, i32(warps - 1))))]).result
     self.map[op.results[0]] = _shuffle_combine(kind, elem, mine, 1, warps)
     self._last_scalar_reduce = (block, self.scratch_uses, half)
 
