@@ -130,9 +130,10 @@ class Translator:
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int):
+        base = getattr(self, "scratch_base", 0)  # above long-lived buffers (distributed_async_copy.shared_buffer)
         self.scratch_uses = getattr(self, "scratch_uses", 0) + 1  # lets back-to-back users skip a barrier
         nbytes = count * _bits(elem) // 8
-        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        self.scratch_bytes = max(self.scratch_bytes, base + nbytes)
         if self._scratch is None:
             with self.entry:
                 space = ir.Attribute.parse("#gpu.address_space<workgroup>")
@@ -140,7 +141,7 @@ class Translator:
                     ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8), memory_space=space)).result
         space = ir.Attribute.parse("#gpu.address_space<workgroup>")
         ty = ir.MemRefType.get([count], elem, memory_space=space)
-        return memref.ViewOp(ty, self._scratch, const_index(0), []).result
+        return memref.ViewOp(ty, self._scratch, const_index(base), []).result
 
     def exchange(self, src_vec, src_dist: Distribution, src_coords, elem, targets: list, dst_n: int):
         """Write every register at its linear index in shared memory, then read `targets` (linear i32 vector)."""
@@ -338,6 +339,8 @@ class Translator:
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
+    from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_load, op_tile_async_copy,  # noqa: E402
+                                         op_tile_async_commit, op_tile_async_wait)
 
 
 def _div_full(a, b):

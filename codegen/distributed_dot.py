@@ -1,12 +1,16 @@
 """`tile.dot` on tensor cores with `mma.sync.m16n8k16` (a method of the GPU `Translator`).
 
-The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): each
-warp owns a block of 16 x 8 fragments. The operand tiles are staged in shared
-memory, row-major; each thread then reads its A fragments (16 x 16, 8 values)
-and B fragments (16 x 8, 4 values) from there and issues one `nvgpu.mma.sync`
-per fragment pair and 16-wide step of K (bf16: the `nvvm.mma.sync` op
-itself, since nvgpu's cannot lower bf16). First version: operands reach shared
-memory through registers, with no `ldmatrix`, swizzling or `cp.async` yet.
+The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): warp
+(wm, wn) owns a block of 16 x 8 fragments. Both operands are read from shared
+memory with `nvgpu.ldmatrix` (A: x4 per 16 x 16 fragment; B, row-major K x N:
+`.trans` x4 for two 16 x 8 fragments), then one `nvgpu.mma.sync` per fragment
+pair and 16-wide step of K (bf16: the `nvvm.mma.sync` op itself, since
+nvgpu's cannot lower bf16).
+
+An operand that `tile-pipeline` left in a shared ring (`tile.local_load`) is
+read in place; one held in registers is first stored into a swizzled scratch
+tile (16-byte `vector.store`s where the layout gives a thread 8 consecutive
+elements of a row), fenced by barriers.
 """
 
 from __future__ import annotations
@@ -14,18 +18,33 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
+from ..dialects.layout import element_bits as bits
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
-from .distributed_layout import MmaDistribution
+from .distributed_async_copy import SharedTile
+from .distributed_layout import Distribution, MmaDistribution
 from .register_vectors import elements, from_elements, i32
 
 
-def _stage(self, value, buf, base: int, row_stride: int):
-    """Every register of a tile into shared memory at base + row * row_stride + col."""
+def _stage(self, value, tile: SharedTile):
+    """Every register of a tile into the shared tile (swizzled); vector stores along rows where possible."""
     dist = self.dist(value)
-    rows, cols = (elements(c, dist.num_registers) for c in self.coords(dist))
-    for v, r, c in zip(elements(self.value(value), dist.num_registers), rows, cols):
-        memref.StoreOp(v, buf, [to_index(arith.addi(arith.muli(r, i32(row_stride)), arith.addi(c, i32(base))))])
+    n = dist.num_registers
+    elem = tile.elem
+    rows, cols = (elements(c, n) for c in self.coords(dist))
+    vals = elements(self.value(value), n)
+    w = 1
+    if isinstance(dist, Distribution) and dist.layout.order[0] == 1:
+        w = min(dist.vector_width, tile.unit)
+        w = 1 << (max(w, 1).bit_length() - 1)
+        while w > 1 and dist.layout.size_per_thread[1] % w:
+            w //= 2
+    for r in range(0, n, w):
+        at = [to_index(tile.offset(rows[r], cols[r]))]
+        if w == 1:
+            memref.StoreOp(vals[r], tile.buf, at)
+        else:
+            vector.StoreOp(from_elements(vals[r : r + w], elem), tile.buf, at, alignment=w * bits(elem) // 8)
 
 
 def _pack(frag, rows: int):
@@ -55,6 +74,11 @@ def _mma(a_frag, b_frag, acc: list, elem) -> list:
     return [llvm.ExtractValueOp(f32, d, [i]).result for i in range(4)]
 
 
+def _ldmatrix(tile: SharedTile, row, col, tiles: int, trans: bool, phase):
+    ty = ir.VectorType.get([tiles, 2], tile.elem)
+    return nvgpu.LdMatrixOp(ty, tile.buf, [to_index(tile.offset(row, col, phase))], trans, tiles).result
+
+
 def op_tile_dot(self, op):
     a, b, acc = op.operands
     (M, K), (_, N) = ir.RankedTensorType(a.type).shape, ir.RankedTensorType(b.type).shape
@@ -65,41 +89,46 @@ def op_tile_dot(self, op):
         raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of 16")
     if str(elem) not in ("f16", "bf16"):
         raise TileError(f"dot on tensor cores takes f16 or bf16 operands, not {elem}")
-    buf = self.scratch(elem, M * K + K * N)
-    gpu.barrier()
-    _stage(self, a, buf, 0, K)
-    _stage(self, b, buf, M * K, N)
-    gpu.barrier()
+    ta, tb = (self.map.get(v) for v in (a, b))
+    ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
+    if ta is None or tb is None:  # stage the register operands in a swizzled scratch tile
+        need = (0 if ta else M * K) + (0 if tb else K * N)
+        buf = self.scratch(elem, need)
+        gpu.barrier()
+        if ta is None:
+            ta = SharedTile(buf, i32(0), M, K, elem)
+            _stage(self, a, ta)
+        if tb is None:
+            tb = SharedTile(buf, i32(0 if ta.buf != buf else M * K), K, N, elem)
+            _stage(self, b, tb)
+        gpu.barrier()
 
     (_, wn), (tm, tn), (reps_m, reps_n) = cd.layout.warps, cd.warp_tile, cd.reps
-    group, t = arith.shrui(self.lane, i32(2)), arith.andi(self.lane, i32(3))
     warp_m, warp_n = arith.divui(self.warp, i32(wn)), arith.remui(self.warp, i32(wn))
-    row0 = arith.addi(arith.muli(warp_m, i32(tm)), group)  # this thread's first A row
-    col0 = arith.addi(arith.muli(warp_n, i32(tn)), group)  # this thread's first B column
-    t2 = arith.muli(t, i32(2))
-    load = lambda lin: memref.LoadOp(buf, [to_index(lin)]).result  # noqa: E731
-    a_ty, b_ty = ir.VectorType.get([4, 2], elem), ir.VectorType.get([2, 2], elem)
+    # ldmatrix x4: lanes 8j .. 8j+7 give the rows of matrix j; row r_l of the 16-row block,
+    # column c_l (A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15);
+    # B transposed: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)).
+    r_l = arith.addi(arith.andi(self.lane, i32(7)), arith.andi(self.lane, i32(8)))
+    c_l = arith.muli(arith.shrui(self.lane, i32(4)), i32(8))
+    # Every row offset added to r_l is a multiple of 8, so each thread's swizzle phase is fixed.
+    pa, pb = ta.phase(r_l), tb.phase(r_l)
+    a_row0 = arith.addi(arith.muli(warp_m, i32(tm)), r_l)
+    b_col0 = arith.muli(warp_n, i32(tn))
     regs = elements(self.value(acc), cd.num_registers)
+    two = ir.VectorType.get([2, 2], elem)
     for ks in range(K // 16):
-        a_frags = []
-        for rm in range(reps_m):
-            row = arith.addi(row0, i32(rm * 16))
-            vals = []
-            for i in range(8):  # a_i: row + 8 * ((i >> 1) & 1), column 2t + (i & 1) + 8 * (i >> 2)
-                r = arith.addi(row, i32(8 * ((i >> 1) & 1)))
-                c = arith.addi(t2, i32(ks * 16 + (i & 1) + 8 * (i >> 2)))
-                vals.append(load(arith.addi(arith.muli(r, i32(K)), c)))
-            a_frags.append(vector.FromElementsOp(a_ty, vals).result)
-        for rn in range(reps_n):
-            col = arith.addi(col0, i32(rn * 8))
-            vals = []
-            for i in range(4):  # b_i: row (k) 2t + (i & 1) + 8 * (i >> 1), column `group`
-                k = arith.addi(t2, i32(ks * 16 + (i & 1) + 8 * (i >> 1)))
-                vals.append(load(arith.addi(arith.addi(arith.muli(k, i32(N)), col), i32(M * K))))
-            b_frag = vector.FromElementsOp(b_ty, vals).result
-            for rm in range(reps_m):
-                idx = [cd.register(rm, rn, i) for i in range(4)]
-                out = _mma(a_frags[rm], b_frag, [regs[j] for j in idx], elem)
-                for i, j in enumerate(idx):
-                    regs[j] = out[i]
+        a_frags = [_ldmatrix(ta, arith.addi(a_row0, i32(rm * 16)), arith.addi(c_l, i32(ks * 16)), 4, False, pa)
+                   for rm in range(reps_m)]
+        k_row = arith.addi(r_l, i32(ks * 16))
+        for rn in range(0, reps_n, 2):
+            pair = rn + 1 < reps_n
+            col = arith.addi(b_col0, arith.addi(c_l, i32(rn * 8)) if pair else i32(rn * 8))
+            frag = _ldmatrix(tb, k_row, col, 4 if pair else 2, True, pb)
+            for j in range(2 if pair else 1):
+                b_frag = frag if not pair else vector.FromElementsOp(two, [vector.extract(frag, [], [2 * j + r, c]) for r in (0, 1) for c in (0, 1)]).result
+                for rm in range(reps_m):
+                    idx = [cd.register(rm, rn + j, i) for i in range(4)]
+                    out = _mma(a_frags[rm], b_frag, [regs[i] for i in idx], elem)
+                    for i, r in enumerate(idx):
+                        regs[r] = out[i]
     self.map[op.results[0]] = from_elements(regs, f32)

@@ -46,7 +46,10 @@ CPU_LLVM = [
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
         return TILE_OPT
-    return TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}}}"]
+    passes = TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}}}"]
+    if options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1:
+        passes.append(f"tile-pipeline{{num-stages={options['num_stages']}}}")  # cp.async rings for dot operands
+    return passes
 
 
 def gpu(options: dict) -> list[str]:

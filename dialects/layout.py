@@ -119,16 +119,21 @@ class Mma:
 
     @staticmethod
     def for_shape(shape: list[int], num_warps: int) -> "Mma | None":
-        """Warps as square as the tile allows; None if the tile does not fit whole fragments."""
+        """The warp grid whose warp tiles are the most square (fewest shared-memory fragment
+        reads per mma: 1/tm + 1/tn smallest), more warps along M on a tie; None if the tile
+        does not fit whole fragments."""
         if len(shape) != 2:
             return None
+        best = None
         wm = num_warps
-        while wm > 1 and (shape[0] % (16 * wm) or wm * wm > num_warps * 2):
+        while wm >= 1:
+            wn = num_warps // wm
+            if shape[0] % (16 * wm) == 0 and shape[1] % (8 * wn) == 0:
+                cost = wm / shape[0] + wn / shape[1]
+                if best is None or cost < best[0] - 1e-12:
+                    best = (cost, (wm, wn))
             wm //= 2
-        wn = num_warps // wm
-        if shape[0] % (16 * wm) or shape[1] % (8 * wn):
-            return None
-        return Mma((wm, wn))
+        return Mma(best[1]) if best else None
 
 
 def encoding_of(ty: ir.Type) -> "Blocked | Mma | None":

@@ -278,3 +278,86 @@ def convert_layout(value, result_type, *, loc=None, ip=None) -> ir.Value:
 
 def _i32(v: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), v)
+
+
+# ---- shared-memory rings for software pipelining (made by `tile-pipeline`, GPU only) ----
+
+def _verify_local_alloc(op):
+    t = ir.MemRefType(op.result.type)
+    if t.rank != 3 or str(t.memory_space) != "#gpu.address_space<workgroup>":
+        return "local_alloc makes a memref<stages x rows x cols x T, #gpu.address_space<workgroup>>"
+
+
+@define("local_alloc", results=[("buffer", "memref")], verify=_verify_local_alloc)
+def local_alloc(stages: int, shape: list[int], elem, *, loc=None, ip=None) -> ir.Value:
+    """A ring of `stages` row-major tiles in shared memory (the codegen swizzles it).
+
+    %buf = "tile.local_alloc"() : () -> memref<3x128x32xbf16, #gpu.address_space<workgroup>>
+    """
+    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    return create("local_alloc", [ir.MemRefType.get([stages, *shape], elem, memory_space=space)], [], loc=loc, ip=ip).result
+
+
+def _verify_ring_access(op, tile_type, check_elem=True):
+    buf = ir.MemRefType(op.operands[0].type)
+    if list(buf.shape[1:]) != _shape(tile_type) or (check_elem and buf.element_type != _elem(tile_type)):
+        return f"tile {_shape(tile_type)} x {_elem(tile_type)} does not match the ring's slots {list(buf.shape[1:])} x {buf.element_type}"
+
+
+def _verify_async_copy(op):
+    _, _, base, offsets, mask = op.operands
+    if ir.MemRefType(base.type).element_type != ir.MemRefType(op.operands[0].type).element_type:
+        return "the ring and the tensor have different element types"
+    if _shape(offsets) != _shape(mask) or _elem(mask) != ir.IntegerType.get_signless(1):
+        return "offsets and mask must have the same shape, the mask i1"
+    return _verify_ring_access(op, offsets.type, check_elem=False) if _shape(offsets) else "offsets must be a tile"
+
+
+@define("async_copy", operands=[("buffer", "memref"), ("slot", "i32"), ("base", "memref"), ("offsets", "tensor"),
+                                ("mask", "tensor")], verify=_verify_async_copy)
+def async_copy(buffer, slot, base, offsets, mask, *, loc=None, ip=None) -> ir.Operation:
+    """Start copying `base.flat[offsets]` (0 where `mask` is false) into slot `slot` of a ring,
+    asynchronously (`cp.async`); the copy belongs to the next `async_commit` group.
+
+    "tile.async_copy"(%buf, %slot, %a, %offs, %mask) : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>, i32,
+        memref<?x?xbf16, strided<[?, ?], offset: ?>>, tensor<128x32xi32>, tensor<128x32xi1>) -> ()
+    """
+    return create("async_copy", [], [buffer, slot, base, offsets, mask], loc=loc, ip=ip)
+
+
+@define("async_commit")
+def async_commit(*, loc=None, ip=None) -> ir.Operation:
+    """Close the group of async copies started since the last commit.
+
+    "tile.async_commit"() : () -> ()
+    """
+    return create("async_commit", [], [], loc=loc, ip=ip)
+
+
+def _verify_async_wait(op):
+    if _int_attr(op, "pending") < 0:
+        return "pending must be >= 0"
+
+
+@define("async_wait", attributes=["pending"], verify=_verify_async_wait)
+def async_wait(pending: int, *, loc=None, ip=None) -> ir.Operation:
+    """Wait until at most `pending` commit groups are in flight, then synchronize the
+    program's threads, so that every finished copy is visible to all of them.
+
+    "tile.async_wait"() {pending = 1 : i32} : () -> ()
+    """
+    return create("async_wait", [], [], {"pending": _i32(pending)}, loc=loc, ip=ip)
+
+
+def _verify_local_load(op):
+    return _verify_ring_access(op, op.result)
+
+
+@define("local_load", operands=[("buffer", "memref"), ("slot", "i32")], results=[("result", "tensor")],
+        verify=_verify_local_load)
+def local_load(buffer, slot, result_type, *, loc=None, ip=None) -> ir.Value:
+    """The tile in slot `slot` of a ring (read by `dot` straight from shared memory).
+
+    %t = "tile.local_load"(%buf, %slot) : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<128x32xbf16>
+    """
+    return create("local_load", [result_type], [buffer, slot], loc=loc, ip=ip).result

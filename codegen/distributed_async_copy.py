@@ -1,0 +1,155 @@
+"""Shared-memory rings and async copies (methods of the GPU `Translator`), the
+lowering of what `tile-pipeline` makes: `tile.local_alloc`, `tile.async_copy`,
+`tile.async_commit`, `tile.async_wait`, `tile.local_load`.
+
+A ring is `stages` row-major tiles in the dynamic shared memory, placed after
+everything the kernel used before it and kept for the rest of the kernel
+(later exchanges go above it, see `Translator.scratch`). Each tile is
+XOR-swizzled in 16-byte units (`SharedTile`), so that the 16-byte `cp.async`
+writes of a quarter warp and the eight row reads of each `ldmatrix` 8x8 matrix
+hit eight different bank groups.
+
+- `tile.async_copy`: each thread copies its own registers' elements of the tile
+  (the offsets' layout): runs of contiguous, aligned elements that axis info
+  proves are one `nvgpu.device_async_copy` (`cp.async`, 16 bytes with
+  `.cg`: L1 bypassed), its source size 0 where the run's mask is false (the
+  hardware fills zeros); anything else is a guarded scalar load and shared
+  store, visible after the next wait's barrier.
+- `tile.async_commit`: `nvgpu.device_async_create_group` (`cp.async.commit_group`).
+- `tile.async_wait`: `cp.async.wait_group N` then a barrier (upstream's
+  `nvgpu.device_async_wait` wants a token of the group, which does not
+  dominate a wait in the next loop iteration or after the loop).
+- `tile.local_load`: no code; `dot` reads the slot with `ldmatrix`
+  (`distributed_dot.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, nvgpu, nvvm
+
+from ..dialects.layout import element_bits as bits
+from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
+from .distributed_memory import _base_aligned, run_width
+from .register_vectors import elements, i32
+
+_SHARED = "#gpu.address_space<workgroup>"
+
+
+@dataclass
+class SharedTile:
+    """A rows x cols tile at element `base` of the 1-D shared memref `buf`, rows
+    contiguous, 16-byte units of each row XOR-swizzled by the row:
+    unit' = unit ^ ((row / per_phase) % max_phase), Triton's scheme, where a
+    128-byte line holds 128 / (cols * bytes) rows."""
+
+    buf: ir.Value
+    base: ir.Value  # i32, in elements
+    rows: int
+    cols: int
+    elem: ir.Type
+
+    @property
+    def unit(self) -> int:  # elements per 16 bytes
+        return 128 // bits(self.elem)
+
+    @property
+    def swizzled(self) -> bool:
+        units = self.cols // self.unit
+        return self.cols % self.unit == 0 and units >= 2 and units & (units - 1) == 0
+
+    @property
+    def phases(self) -> tuple[int, int]:
+        units = self.cols // self.unit
+        return max(1, 8 // units), min(units, 8)  # per_phase, max_phase (their product is 8)
+
+    def phase(self, row):
+        """The XOR phase of a row (i32); rows 8 apart share it."""
+        per, most = self.phases
+        return arith.andi(arith.shrui(row, i32(per.bit_length() - 1)), i32(most - 1))
+
+    def offset(self, row, col, phase=None):
+        """Element index in `buf` of (row, col), both i32; `phase` may be given (see `phase`)."""
+        lin = arith.addi(self.base, arith.muli(row, i32(self.cols)))
+        if not self.swizzled:
+            return arith.addi(lin, col)
+        shift = self.unit.bit_length() - 1
+        unit = arith.xori(arith.shrui(col, i32(shift)), self.phase(row) if phase is None else phase)
+        swz = arith.ori(arith.shli(unit, i32(shift)), arith.andi(col, i32(self.unit - 1)))
+        return arith.addi(lin, swz)
+
+
+@dataclass
+class Ring:
+    buf: ir.Value
+    stages: int
+    rows: int
+    cols: int
+    elem: ir.Type
+
+    def slot(self, s) -> SharedTile:
+        return SharedTile(self.buf, arith.muli(s, i32(self.rows * self.cols)), self.rows, self.cols, self.elem)
+
+
+def shared_buffer(self, elem, count: int, align: int = 128):
+    """`count` elements of shared memory reserved for the rest of the kernel: after
+    everything used so far; later scratch goes above it."""
+    self.scratch(elem, 0)  # creates the dynamic shared memory value if needed
+    start = getattr(self, "scratch_base", 0)
+    base = -(-max(self.scratch_bytes, start) // align) * align
+    nbytes = count * bits(elem) // 8
+    self.scratch_base = base + nbytes
+    self.scratch_bytes = max(self.scratch_bytes, self.scratch_base)
+    ty = ir.MemRefType.get([count], elem, memory_space=ir.Attribute.parse(_SHARED))
+    return memref.ViewOp(ty, self._scratch, const_index(base), []).result
+
+
+def op_tile_local_alloc(self, op):
+    t = ir.MemRefType(op.results[0].type)
+    stages, rows, cols = t.shape
+    buf = shared_buffer(self, t.element_type, stages * rows * cols)
+    self.map[op.results[0]] = Ring(buf, stages, rows, cols, t.element_type)
+
+
+def op_tile_local_load(self, op):
+    self.map[op.results[0]] = self.map[op.operands[0]].slot(self.value(op.operands[1]))
+
+
+def op_tile_async_copy(self, op):
+    ring_v, slot, base, offsets, mask = op.operands
+    ring = self.map[ring_v]
+    elem = ring.elem
+    tile = ring.slot(self.value(slot))
+    flat = flat_view(self.value(base))
+    dist = self.dist(offsets)
+    n = dist.num_registers
+    w = min(run_width(self, dist, offsets, mask, elem, _base_aligned(self, base)), tile.unit)
+    rows, cols = (elements(c, n) for c in self.coords(dist))
+    offs, masks = (elements(self.value(v), n) for v in (offsets, mask))
+    tokens = self.__dict__.setdefault("async_tokens", [])
+    zero = arith.ConstantOp(elem, 0.0).result
+    for r in range(0, n, w):
+        dst = to_index(tile.offset(rows[r], cols[r]))
+        if w * bits(elem) >= 32:  # cp.async moves 4, 8 or 16 bytes
+            size = arith.select(masks[r], const_index(w), const_index(0))
+            tokens.append(nvgpu.DeviceAsyncCopyOp(tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(
+                ir.IndexType.get(), w), srcElements=size, bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result)
+            continue
+        v = if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda: zero)
+        memref.StoreOp(v, tile.buf, [dst])
+
+
+def op_tile_async_commit(self, op):
+    tokens = self.__dict__.setdefault("async_tokens", [])
+    if tokens:
+        nvgpu.DeviceAsyncCreateGroupOp(tokens)
+    else:
+        nvvm.CpAsyncCommitGroupOp()
+    self.async_tokens = []
+
+
+def op_tile_async_wait(self, op):
+    nvvm.CpAsyncWaitGroupOp(ir.IntegerAttr(op.attributes["pending"]).value)
+    gpu.barrier()

@@ -1,0 +1,118 @@
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=3}, tile-verify)' | FileCheck %s
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=1})' | FileCheck %s --check-prefix=OFF
+
+!a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+
+// A K loop of a matmul: both dot operands are loaded in the body. With 3 stages,
+// each becomes a ring of 3 shared tiles: the prologue starts iterations 0 and 1
+// (one commit group each), the body waits for its own group (1 may stay in
+// flight), reads its slot, starts iteration i + 2 into the slot iteration i - 1
+// used, and the epilogue drains. The offsets are recomputed at the shifted
+// induction value, the masks also turned off past the loop's end.
+
+// CHECK-LABEL: func.func @kloop
+// CHECK-SAME: (%[[A:[^:]*]]: memref{{.*}}, %[[B:[^:]*]]: memref{{.*}}, %[[OA:[^:]*]]: tensor<64x32xi32>, %[[OB:[^:]*]]: tensor<32x64xi32>, %[[MA:[^:]*]]: tensor<64x32xi1>, %[[MB:[^:]*]]: tensor<32x64xi1>, %[[K:[^:]*]]: i32, %[[SK:[^:]*]]: i32)
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : i32
+// CHECK: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<3x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[RB:.*]] = "tile.local_alloc"() : () -> memref<3x32x64xbf16, #gpu.address_space<workgroup>>
+// Prologue, stage 0: the offsets at k = 0, copies into slot 0.
+// CHECK: %[[S0:.*]] = arith.constant 0 : i32
+// CHECK: %[[SH0:.*]] = "tile.splat"(%[[C0]])
+// CHECK: %[[OFF0:.*]] = arith.addi %[[OA]], %[[SH0]]
+// CHECK: %[[LIVE0:.*]] = arith.cmpi slt, %[[C0]], %[[K]] : i32
+// CHECK: "tile.async_copy"(%[[RA]], %[[S0]], %[[A]], %[[OFF0]], %{{.*}})
+// CHECK: "tile.async_copy"(%[[RB]], %[[S0]], %[[B]], %{{.*}}, %{{.*}})
+// CHECK-NEXT: "tile.async_commit"()
+// Prologue, stage 1: k = 0 + 32, slot 1.
+// CHECK: %[[K1:.*]] = arith.addi %[[C0]], %{{.*}} : i32
+// CHECK: %[[S1:.*]] = arith.constant 1 : i32
+// CHECK: "tile.splat"(%[[K1]])
+// CHECK: arith.cmpi slt, %[[K1]], %[[K]] : i32
+// CHECK: "tile.async_copy"(%[[RA]], %[[S1]], %[[A]]
+// CHECK: "tile.async_copy"(%[[RB]], %[[S1]], %[[B]]
+// CHECK-NEXT: "tile.async_commit"()
+// Steady state.
+// CHECK: %[[ACC:.*]] = scf.for %[[IV:.*]] = %[[C0]] to %[[K]] step %[[C32]] iter_args(%[[X:.*]] = %{{.*}})
+// CHECK-NEXT: "tile.async_wait"() {pending = 1 : i32}
+// CHECK: %[[I:.*]] = arith.divsi %{{.*}}, %[[C32]] : i32
+// CHECK: %[[READ:.*]] = arith.remsi %[[I]], %{{.*}} : i32
+// CHECK: %[[WRITE:.*]] = arith.remsi %{{.*}}, %{{.*}} : i32
+// CHECK: %[[TA:.*]] = "tile.local_load"(%[[RA]], %[[READ]]) : {{.*}} -> tensor<64x32xbf16>
+// CHECK: %[[TB:.*]] = "tile.local_load"(%[[RB]], %[[READ]]) : {{.*}} -> tensor<32x64xbf16>
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IV]], %{{.*}} : i32
+// CHECK: "tile.splat"(%[[NEXT]])
+// CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]], %[[K]] : i32
+// CHECK: %[[LIVET:.*]] = "tile.splat"(%[[LIVE]]) : (i1) -> tensor<64x32xi1>
+// CHECK: %[[MASK:.*]] = arith.andi %[[MA]], %[[LIVET]]
+// CHECK: "tile.async_copy"(%[[RA]], %[[WRITE]], %[[A]], %{{.*}}, %[[MASK]])
+// CHECK: "tile.async_copy"(%[[RB]], %[[WRITE]], %[[B]]
+// CHECK-NEXT: "tile.async_commit"()
+// CHECK-NOT: "tile.load"
+// CHECK: %[[D:.*]] = "tile.dot"(%[[TA]], %[[TB]], %[[X]])
+// CHECK-NEXT: scf.yield %[[D]]
+// Epilogue.
+// CHECK-NEXT: }
+// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: return %[[ACC]]
+
+// OFF-LABEL: func.func @kloop
+// OFF-NOT: tile.async_copy
+// OFF: "tile.load"
+// OFF: "tile.load"
+// OFF: "tile.dot"
+func.func @kloop(%a: !a, %b: !a, %oa: tensor<64x32xi32>, %ob: tensor<32x64xi32>, %ma: tensor<64x32xi1>, %mb: tensor<32x64xi1>,
+                 %K: i32, %sk: i32) -> tensor<64x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> tensor<64x64xf32>
+  %za = "tile.splat"(%zb) : (bf16) -> tensor<64x32xbf16>
+  %zbt = "tile.splat"(%zb) : (bf16) -> tensor<32x64xbf16>
+  %r = scf.for %k = %c0 to %K step %c32 iter_args(%acc = %acc0) -> (tensor<64x64xf32>) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<64x32xi32>
+    %offa = arith.addi %oa, %ks : tensor<64x32xi32>
+    %ta = "tile.load"(%a, %offa, %ma, %za) : (!a, tensor<64x32xi32>, tensor<64x32xi1>, tensor<64x32xbf16>) -> tensor<64x32xbf16>
+    %kb = arith.muli %k, %sk : i32
+    %kbs = "tile.splat"(%kb) : (i32) -> tensor<32x64xi32>
+    %offb = arith.addi %ob, %kbs : tensor<32x64xi32>
+    %tb = "tile.load"(%b, %offb, %mb, %zbt) : (!a, tensor<32x64xi32>, tensor<32x64xi1>, tensor<32x64xbf16>) -> tensor<32x64xbf16>
+    %d = "tile.dot"(%ta, %tb, %acc) : (tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  return %r : tensor<64x64xf32>
+}
+
+// -----
+
+// Not pipelined: the loaded tile is also stored (not only a dot operand), and
+// `other` is not zero.
+
+// CHECK-LABEL: func.func @not_only_dot
+// CHECK-NOT: tile.async_copy
+// CHECK: "tile.load"
+// CHECK: "tile.load"
+// CHECK-NOT: tile.async_copy
+// CHECK: return
+!b = memref<?xbf16, strided<[?], offset: ?>>
+func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n: i32) -> tensor<32x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zf = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : bf16
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> tensor<32x32xf32>
+  %ones = "tile.splat"(%one) : (bf16) -> tensor<32x32xbf16>
+  %zeros = "tile.splat"(%zb) : (bf16) -> tensor<32x32xbf16>
+  %r = scf.for %k = %c0 to %n step %c32 iter_args(%acc = %acc0) -> (tensor<32x32xf32>) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<32x32xi32>
+    %off = arith.addi %o, %ks : tensor<32x32xi32>
+    %t = "tile.load"(%a, %off, %m, %ones) : (!b, tensor<32x32xi32>, tensor<32x32xi1>, tensor<32x32xbf16>) -> tensor<32x32xbf16>
+    %u = "tile.load"(%a, %off, %m, %zeros) : (!b, tensor<32x32xi32>, tensor<32x32xi1>, tensor<32x32xbf16>) -> tensor<32x32xbf16>
+    "tile.store"(%a, %off, %u, %m) : (!b, tensor<32x32xi32>, tensor<32x32xbf16>, tensor<32x32xi1>) -> ()
+    %d = "tile.dot"(%t, %u, %acc) : (tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    scf.yield %d : tensor<32x32xf32>
+  }
+  return %r : tensor<32x32xf32>
+}

@@ -1,0 +1,93 @@
+"""Compile-only checks of the tensor-core matmul (no GPU needed): the sm_80 and sm_90
+PTX of examples/matmul.py uses cp.async into shared rings (tile-pipeline), ldmatrix
+(.trans for the row-major B) and mma.sync, with no spills."""
+
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+import torch
+
+import tile  # noqa: F401
+
+
+def _loop_local_memory(cubin: bytes) -> list[str]:
+    """SASS local-memory accesses (spills) between the K loop's first and last HMMA."""
+    import triton
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout.splitlines()
+    hmma = [i for i, line in enumerate(sass) if "HMMA" in line]
+    assert hmma, "no HMMA in the SASS"
+    return [line for line in sass[hmma[0]:hmma[-1]] if re.search(r"\b(STL|LDL)\b", line)]
+
+
+def _assert_no_loop_spills(launcher):
+    """No local memory in the main loop. (The bias + gelu epilogue, after the loop, spills ~60
+    registers since masked stores became predicated inline PTX in one basic block: commit 2e99e85;
+    it runs once per tile.)"""
+    assert _loop_local_memory(launcher.asm["cubin"]) == []
+
+
+def _build(monkeypatch, target, dtype=torch.bfloat16, b_col_major=False, M=256, N=256, K=256, **cfg):
+    import matmul
+
+    monkeypatch.setenv("TILE_TARGET", target)
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    matmul.matmul_kernel._launchers.clear()
+    a = torch.empty(M, K, dtype=dtype)
+    b = torch.empty(N, K, dtype=dtype).t() if b_col_major else torch.empty(K, N, dtype=dtype)
+    bias, out = torch.empty(N, dtype=dtype), torch.empty(M, N, dtype=dtype)
+    opts = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3, ACTIVATION="gelu")
+    opts.update(cfg)
+    return matmul.matmul_kernel.compile(a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **opts)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_pipelined_matmul_ptx(target, dtype, monkeypatch):
+    launcher = _build(monkeypatch, target, dtype)
+    ptx = launcher.asm["ptx"]
+    kind = "bf16.bf16" if dtype == torch.bfloat16 else "f16.f16"
+    # 8 warps as 4 x 2, each 32 x 64: 2 x 8 fragments, 2 steps of K per 32-wide tile.
+    assert ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.f32") == 32
+    # A: one x4 per 16 rows and K step (2 x 2); B: one x4.trans per two 8-column fragments (4 x 2).
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 8
+    # Each thread copies 2 + 2 16-byte chunks per stage: in the prologue (2 stages) and the loop.
+    assert ptx.count("cp.async.cg.shared.global") == 12
+    flat = " ".join(ptx.split())
+    assert "cp.async.commit_group" in ptx and "cp.async.wait_group 1;" in flat and "cp.async.wait_group 0;" in flat
+    assert "st.shared" not in ptx.split("cp.async.wait_group")[1].split("mma.sync")[0]  # operands are not staged
+    _assert_no_loop_spills(launcher)
+    assert launcher.metadata["shared_bytes"] >= 3 * (128 * 32 + 32 * 128) * 2
+
+
+def test_column_major_b_still_builds(monkeypatch):
+    """B column-major: its rows are not contiguous, so its copies are scalar (A stays cp.async)."""
+    launcher = _build(monkeypatch, "sm_80", b_col_major=True, M=100, N=72, K=48, BM=64, BN=64, num_warps=4)
+    ptx = launcher.asm["ptx"]
+    assert "cp.async.cg.shared.global" not in ptx or "ldmatrix" in ptx
+    assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned.m8n8.x4.trans" in ptx
+
+
+def test_one_stage_stages_registers(monkeypatch):
+    """num_stages=1 turns the pipeliner off: operands go through registers, then ldmatrix."""
+    launcher = _build(monkeypatch, "sm_80", num_stages=1)
+    ptx = launcher.asm["ptx"]
+    assert "cp.async" not in ptx
+    assert "st.shared.v4.b32" in ptx and "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+
+
+@pytest.mark.parametrize("cfg", [dict(BM=128, BN=256, BK=32, num_warps=8, num_stages=3),
+                                 dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4)])
+def test_benchmark_configs_do_not_spill(cfg, monkeypatch):
+    launcher = _build(monkeypatch, "sm_90", M=4096, N=4096, K=4096, ACTIVATION="none", **cfg)
+    info = launcher.metadata["ptxas"]
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
+    _assert_no_loop_spills(_build(monkeypatch, "sm_90", M=4096, N=4096, K=4096, **cfg))
