@@ -28,9 +28,7 @@ def _loop_local_memory(cubin: bytes) -> list[str]:
 
 
 def _assert_no_loop_spills(launcher):
-    """No local memory in the main loop. (The bias + gelu epilogue, after the loop, spills ~60
-    registers since masked stores became predicated inline PTX in one basic block: commit 2e99e85;
-    it runs once per tile.)"""
+    """No local memory in the main loop."""
     assert _loop_local_memory(launcher.asm["cubin"]) == []
 
 
@@ -84,10 +82,14 @@ def test_one_stage_stages_registers(monkeypatch):
     assert "st.shared.v4.b32" in ptx and "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
 
 
-@pytest.mark.parametrize("cfg", [dict(BM=128, BN=256, BK=32, num_warps=8, num_stages=3),
+@pytest.mark.parametrize("activation", ["none", "gelu"])
+@pytest.mark.parametrize("cfg", [dict(BM=128, BN=128, BK=32, num_warps=4, num_stages=3),  # the benchmark's
+                                 dict(BM=128, BN=256, BK=32, num_warps=8, num_stages=3),
                                  dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4)])
-def test_benchmark_configs_do_not_spill(cfg, monkeypatch):
-    launcher = _build(monkeypatch, "sm_90", M=4096, N=4096, K=4096, ACTIVATION="none", **cfg)
+def test_benchmark_configs_do_not_spill(cfg, activation, monkeypatch):
+    """No local memory at all, epilogue included: a tensor-core kernel's masked stores stay
+    branches (predicated ones spilled the gelu epilogue, with the accumulator live)."""
+    launcher = _build(monkeypatch, "sm_90", M=4096, N=4096, K=4096, ACTIVATION=activation, **cfg)
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
-    _assert_no_loop_spills(_build(monkeypatch, "sm_90", M=4096, N=4096, K=4096, **cfg))
+    _assert_no_loop_spills(launcher)
