@@ -11,12 +11,15 @@ Importing `tile` loads neither MLIR nor lark: a host with only torch and a
 cache of compiled kernels can launch them.
 """
 
-from .frontend.dtypes import bfloat16, dtype, float16, float32, float64, int1, int8, int32, int64
-from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
-from .frontend.language import *  # noqa: F401,F403  (the kernel language)
-from .frontend.language import constexpr
-from .runtime.autotune import Autotuner, Config, autotune
-from .runtime.kernel import Kernel, func, kernel
+# Skipped only when a tool loads this file on its own, outside the package: pytest does, for
+# the repo root of a checkout whose folder name is not a Python identifier (say, tile-main).
+if __package__:
+    from .frontend.dtypes import bfloat16, dtype, float16, float32, float64, int1, int8, int32, int64
+    from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
+    from .frontend.language import *  # noqa: F401,F403  (the kernel language)
+    from .frontend.language import constexpr
+    from .runtime.autotune import Autotuner, Config, autotune
+    from .runtime.kernel import Kernel, func, kernel
 
 __all__ = [
     "kernel", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
