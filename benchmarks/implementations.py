@@ -1,0 +1,240 @@
+"""The benchmark's implementations of each seed kernel: tile (with the launch
+parameters `tile_config` gives, the one place the compile-only and the GPU
+passes take them from), Triton (benchmarks/triton_kernels.py) and torch, with
+their inputs and torch references. `harness.py` runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PATCH = {"pt": 2, "st": 2, "ph": 16, "pw": 16}
+EPS = 1e-5
+LAYER_NORM_MAX_BLOCK = 16384  # longer rows are read twice (as in triton_kernels.py)
+MATMUL_KERNELS = ("matmul", "matmul_bias_gelu")
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def _warps(block: int) -> int:
+    """4, 8 or 16 warps as the tile grows, keeping ~16 elements (a few 16-byte vectors) per thread."""
+    return min(max(block // 512, 4), 16)
+
+
+def tile_config(kernel: str, shape, num_warps: int | None = None) -> dict:
+    """Constexprs and num_warps of the tile launch for a kernel at a shape (num_warps
+    given: that many instead of the default); the one place both passes take them
+    from. The codegen allows at most 256 32-bit registers' worth of tile elements
+    per thread: BLOCK / (32 * num_warps) <= 256."""
+    if kernel == "vector_add":
+        cfg = {"BLOCK": 1024, "num_warps": 4}
+    elif kernel == "softmax":
+        cols = shape[-1]
+        if cols <= 32768:  # up to 64 f32 per thread with 16 warps: the row stays in registers
+            cfg = {"BLOCK": next_pow2(cols), "SINGLE_TILE": True, "num_warps": _warps(next_pow2(cols))}
+        else:
+            cfg = {"BLOCK": 4096, "SINGLE_TILE": False, "num_warps": 8}
+    elif kernel == "layer_norm":
+        block = min(next_pow2(shape[-1]), LAYER_NORM_MAX_BLOCK)
+        cfg = {"BLOCK": block, "ONE_BLOCK": shape[-1] <= block, "num_warps": _warps(block)}
+    elif kernel == "add_relu_layernorm":
+        block = next_pow2(shape[-1])  # the kernel holds the whole row in one tile
+        cfg = {"BLOCK": block, "num_warps": _warps(block)}
+    elif kernel == "patch_gather":
+        n_k = shape[2] * PATCH["pt"] * PATCH["ph"] * PATCH["pw"]
+        cfg = {"BLOCK": next_pow2(n_k), "num_warps": 4}
+    elif kernel in MATMUL_KERNELS:
+        # shape = (M, N, K). The best of the 11 configs benchmarks/matmul_sweep.py timed on the
+        # H200 (2026-12-03 12:10 UTC): a 128x128 f32 accumulator over 4 warps (2 x 2, 64 x 64
+        # each), operands through 3-stage cp.async rings (tile-pipeline).
+        cfg = {"BM": 128, "BN": 128, "BK": 32, "GROUP": 8, "num_warps": 4, "num_stages": 3,
+               "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none"}
+        if cfg["BM"] * cfg["BN"] // (32 * cfg["num_warps"]) > 256:
+            raise ValueError(f"{kernel} {shape}: a {cfg['BM']}x{cfg['BN']} accumulator is too large for "
+                             f"{cfg['num_warps']} warps")
+        return cfg
+    else:
+        raise KeyError(kernel)
+    if num_warps:
+        cfg["num_warps"] = num_warps
+    if cfg["BLOCK"] // (32 * cfg["num_warps"]) > 256:
+        raise ValueError(f"{kernel} {shape}: BLOCK {cfg['BLOCK']} is too large a tile for {cfg['num_warps']} warps")
+    return cfg
+
+
+def warp_choices(kernel: str, shape) -> list[int | None]:
+    """The num_warps each implementation is timed with at a memory-bound point: half, the
+    default and twice, within 4 to 32 warps (tile and Triton alike, each reported at its
+    best). None: the default, which is all a matmul point is timed with."""
+    if kernel in MATMUL_KERNELS:
+        return [None]
+    base = tile_config(kernel, shape)["num_warps"]
+    return [w for w in (base // 2, base, base * 2) if 4 <= w <= 32
+            and tile_config(kernel, shape)["BLOCK"] // (32 * w) <= 256]
+
+
+def make_inputs(kernel: str, shape, dtype, device: str) -> tuple:
+    """Random inputs; on 'meta' they have no data, and only their specialization matters."""
+    import torch
+
+    def t(*s, scale=1.0, shift=0.0):
+        return (torch.randn(s, device=device) * scale + shift).to(dtype)
+
+    if kernel == "vector_add":
+        return t(*shape), t(*shape)
+    if kernel == "softmax":
+        return (t(*shape, scale=4.0),)
+    if kernel == "layer_norm":
+        return t(*shape, scale=2.0, shift=1.0), t(shape[1]), t(shape[1])
+    if kernel == "add_relu_layernorm":
+        return t(*shape), t(*shape), t(shape[1]), t(shape[1])
+    if kernel == "patch_gather":
+        B, T, C, H, W = shape
+        # Stored channels-last, read as (B, T, C, H, W): a strided view with a unit channel stride.
+        return (t(B, T, H, W, C).permute(0, 1, 4, 2, 3),)
+    if kernel in MATMUL_KERNELS:
+        M, N, K = shape
+        # a ~ N(0, 1/K), b ~ N(0, 1): each output element is ~ N(0, 1). The plain case
+        # gets a zero bias (the tile kernel always adds one; see tile_impl).
+        bias = t(N) if kernel == "matmul_bias_gelu" else torch.zeros(N, device=device, dtype=dtype)
+        return t(M, K, scale=K ** -0.5), t(K, N), bias
+    raise KeyError(kernel)
+
+
+def _examples():
+    """The tile kernels, imported from the examples folder of the tile package in use
+    (on the GPU machine, the snapshot whose sources the cache keys hash)."""
+    import tile
+
+    path = os.path.join(os.path.dirname(os.path.abspath(tile.__file__)), "examples")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import add_relu_layernorm
+    import fused_softmax
+    import layer_norm
+    import patch_gather
+    import vector_add
+
+    return vector_add, fused_softmax, layer_norm, add_relu_layernorm, patch_gather
+
+
+def _matmul_example():
+    _examples()  # puts the examples folder on sys.path
+    import matmul
+
+    return matmul
+
+
+def tile_impl(kernel: str, shape, num_warps: int | None = None):
+    """A function of the inputs that launches the tile kernel with `tile_config` and returns
+    its output. It launches the example's kernel directly, not its wrapper, because the
+    wrappers take no num_warps and some pick their own BLOCK."""
+    import torch
+
+    vector_add, fused_softmax, layer_norm, arln, patch_gather = _examples()
+    cfg = dict(tile_config(kernel, shape, num_warps))
+    if kernel == "vector_add":
+        def run(x, y):
+            out, n = torch.empty_like(x), x.numel()
+            vector_add.add_kernel[((n + cfg["BLOCK"] - 1) // cfg["BLOCK"],)](x, y, out, n, **cfg)
+            return out
+    elif kernel == "softmax":
+        def run(x):
+            out = torch.empty_like(x)
+            fused_softmax.softmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), out.stride(0), **cfg)
+            return out
+    elif kernel == "layer_norm":
+        def run(x, w, b):
+            out = torch.empty_like(x)
+            layer_norm.layer_norm_kernel[(x.shape[0],)](x, w, b, out, x.shape[1], x.stride(0), out.stride(0), EPS, **cfg)
+            return out
+    elif kernel == "add_relu_layernorm":
+        def run(x, r, w, b):
+            out = torch.empty_like(x)
+            arln.add_relu_layernorm_kernel[(x.shape[0],)](x, r, w, b, out, x.shape[1], EPS, **cfg)
+            return out
+    elif kernel == "patch_gather":
+        def run(video):
+            B, T, C, H, W = video.shape
+            p = PATCH
+            n_t, n_h, n_w, n_k = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"], C * p["pt"] * p["ph"] * p["pw"]
+            out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
+            patch_gather.patch_gather_kernel[(B * n_t * n_h * n_w,)](
+                video, out, n_t, n_h, n_w, n_k, *video.stride(), ST=p["st"], PT=p["pt"], PH=p["ph"], PW=p["pw"], **cfg)
+            return out
+    elif kernel in MATMUL_KERNELS:
+        mm = _matmul_example()
+
+        # The kernel always loads and adds the bias; the plain case passes a zero bias
+        # vector (make_inputs), which costs ~nothing next to the GEMM (N loads per tile).
+        def run(a, b, bias):
+            M, K = a.shape
+            N = b.shape[1]
+            out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+            grid = (((M + cfg["BM"] - 1) // cfg["BM"]) * ((N + cfg["BN"] - 1) // cfg["BN"]),)
+            mm.matmul_kernel[grid](a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **cfg)
+            return out
+    else:
+        raise KeyError(kernel)
+    return run, cfg
+
+
+def torch_impl(kernel: str):
+    """What a torch user would write: eager ops, unfused where torch has no fused op."""
+    import torch
+    import torch.nn.functional as F
+
+    def gather(video):
+        B, T, C, H, W = video.shape
+        p = PATCH
+        n_t, n_h, n_w = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"]
+        v = video[..., : n_h * p["ph"], : n_w * p["pw"]].unfold(1, p["pt"], p["st"])  # B, nT, C, H, W, pt
+        v = v.unflatten(3, (n_h, p["ph"])).unflatten(5, (n_w, p["pw"]))  # B, nT, C, nH, ph, nW, pw, pt
+        return v.permute(0, 1, 3, 5, 2, 7, 4, 6).reshape(B, n_t, n_h, n_w, -1)
+
+    return {
+        "vector_add": lambda x, y: x + y,
+        "softmax": lambda x: torch.softmax(x, dim=1),
+        "layer_norm": lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b, EPS),
+        "add_relu_layernorm": lambda x, r, w, b: F.layer_norm(torch.relu(x + r), x.shape[-1:], w, b, EPS),
+        "patch_gather": gather,
+        "matmul": lambda a, b, bias: torch.matmul(a, b),  # cuBLAS
+        "matmul_bias_gelu": lambda a, b, bias: F.gelu(torch.matmul(a, b) + bias, approximate="tanh"),
+    }[kernel]
+
+
+def reference(kernel: str, inputs):
+    """The expected output, computed in f32 and cast to the output dtype."""
+    import torch
+    import torch.nn.functional as F
+
+    if kernel == "vector_add":
+        return inputs[0] + inputs[1]
+    if kernel == "softmax":
+        return torch.softmax(inputs[0].float(), dim=1).to(inputs[0].dtype)
+    if kernel == "layer_norm":
+        x, w, b = inputs
+        return F.layer_norm(x.float(), x.shape[-1:], w.float(), b.float(), EPS).to(x.dtype)
+    if kernel == "add_relu_layernorm":
+        return _examples()[3].reference(*inputs, eps=EPS)
+    if kernel == "patch_gather":
+        return _examples()[4].reference(inputs[0], **PATCH)
+    if kernel in MATMUL_KERNELS:  # f32 matmul (TF32 is off by default in torch), + bias, [gelu], to bf16
+        return _matmul_example().reference(*inputs, activation="gelu" if kernel == "matmul_bias_gelu" else "none")
+    raise KeyError(kernel)
+
+
+def triton_impl(kernel: str, shape, num_warps: int | None = None):
+    import triton_kernels as tk  # imported only here: the compile-only pass never needs Triton
+
+    w = {"num_warps": num_warps}
+    fns = {"vector_add": lambda x, y: tk.add(x, y, **w), "softmax": lambda x: tk.softmax(x, **w),
+           "layer_norm": lambda x, w_, b: tk.layer_norm(x, w_, b, EPS, **w),
+           "add_relu_layernorm": lambda x, r, w_, b: tk.add_relu_layernorm(x, r, w_, b, EPS, **w),
+           "patch_gather": lambda v: tk.patch_gather(v, **PATCH, **w),
+           "matmul": lambda a, b, bias: tk.matmul(a, b),  # no bias: Triton's epilogue is optional
+           "matmul_bias_gelu": lambda a, b, bias: tk.matmul(a, b, bias, activation="gelu")}
+    return fns[kernel], tk.config_for(kernel, shape, num_warps)
