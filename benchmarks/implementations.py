@@ -71,9 +71,9 @@ def warp_choices(kernel: str, shape) -> list[int | None]:
     best). None: the default, which is all a matmul point is timed with."""
     if kernel in MATMUL_KERNELS:
         return [None]
-    base = tile_config(kernel, shape)["num_warps"]
-    return [w for w in (base // 2, base, base * 2) if 4 <= w <= 32
-            and tile_config(kernel, shape)["BLOCK"] // (32 * w) <= 256]
+    cfg = tile_config(kernel, shape)
+    base = cfg["num_warps"]
+    return [w for w in (base // 2, base, base * 2) if 4 <= w <= 32 and cfg["BLOCK"] // (32 * w) <= 256]
 
 
 def make_inputs(kernel: str, shape, dtype, device: str) -> tuple:

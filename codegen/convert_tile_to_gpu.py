@@ -38,6 +38,7 @@ from ..dialects.layout import Blocked, Mma, encoding_of
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
+from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, row_major_strides
@@ -71,7 +72,11 @@ class Translator:
         self.axis = AxisInfo(divisibility)
         self.coords_memo: dict = {}
         self.scratch_bytes = 0
+        self.scratch_base = 0  # bytes below it hold long-lived buffers (distributed_async_copy.shared_buffer)
+        self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
+        self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
+        self.has_dot = any(o.name == "tile.dot" for o in all_ops(fn))
         with ir.InsertionPoint(block):
             tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
@@ -130,8 +135,8 @@ class Translator:
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int):
-        base = getattr(self, "scratch_base", 0)  # above long-lived buffers (distributed_async_copy.shared_buffer)
-        self.scratch_uses = getattr(self, "scratch_uses", 0) + 1  # lets back-to-back users skip a barrier
+        base = self.scratch_base
+        self.scratch_uses += 1
         nbytes = count * _bits(elem) // 8
         self.scratch_bytes = max(self.scratch_bytes, base + nbytes)
         if self._scratch is None:
@@ -221,11 +226,9 @@ class Translator:
 
     def clone_elementwise(self, op, operands, n):
         rt = ir.RankedTensorType(op.results[0].type)
-        if op.name == "arith.divf" and isinstance(rt.element_type, ir.F32Type):
-            a, b = (_elements(v, n) for v in operands)
-            return _from_elements([_div_full(x, y) for x, y in zip(a, b)], rt.element_type)
-        if op.name in _APPROX and isinstance(rt.element_type, ir.F32Type):
-            return _from_elements([_APPROX[op.name](x) for x in _elements(operands[0], n)], rt.element_type)
+        if op.name in _F32_FAST and isinstance(rt.element_type, ir.F32Type):
+            per_register = zip(*(_elements(v, n) for v in operands))
+            return _from_elements([_F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)
         attrs = {k: op.attributes[k] for k in op.attributes}
         if op.name in _CONTRACTIBLE:
             attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do
@@ -268,8 +271,8 @@ class Translator:
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
-            if name == "arith.divf" and isinstance(op.results[0].type, ir.F32Type):
-                self.map[op.results[0]] = _div_full(*(self.value(o) for o in op.operands))
+            if name in _F32_FAST and isinstance(op.results[0].type, ir.F32Type):
+                self.map[op.results[0]] = _F32_FAST[name](*(self.value(o) for o in op.operands))
                 return
             new = op.clone()
             for i, o in enumerate(op.operands):
@@ -361,9 +364,10 @@ def _lg2(x):
     return arith.mulf(lg, arith.ConstantOp(ir.F32Type.get(), 0.6931471805599453).result)
 
 
-# f32 math on the special-function unit: a few instructions where libdevice's accurate
-# versions take dozens (and registers); within a few ulp for the ranges kernels use.
-_APPROX = {"math.exp": _ex2, "math.log": _lg2}
+# f32 division and math as Triton computes them, on scalars and per register alike: a few
+# instructions where the IEEE division and libdevice's accurate versions take dozens (and
+# registers); within a few ulp for the ranges kernels use.
+_F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.log": _lg2}
 
 
 def _divisibility(fn, specialization: dict) -> dict:

@@ -97,8 +97,7 @@ def shared_buffer(self, elem, count: int, align: int = 128):
     """`count` elements of shared memory reserved for the rest of the kernel: after
     everything used so far; later scratch goes above it."""
     self.scratch(elem, 0)  # creates the dynamic shared memory value if needed
-    start = getattr(self, "scratch_base", 0)
-    base = -(-max(self.scratch_bytes, start) // align) * align
+    base = -(-max(self.scratch_bytes, self.scratch_base) // align) * align
     nbytes = count * bits(elem) // 8
     self.scratch_base = base + nbytes
     self.scratch_bytes = max(self.scratch_bytes, self.scratch_base)

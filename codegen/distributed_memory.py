@@ -14,7 +14,6 @@ from mlir import ir
 from mlir.dialects import arith, memref, vector
 
 from ..dialects.layout import element_bits as bits
-from ..passes.walk import all_ops
 from . import predicated_access
 from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .register_vectors import elements, from_elements, i32, splat
@@ -79,7 +78,9 @@ def op_tile_store(self, op):
     n = dist.num_registers
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
     offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
-    predicate = predicated_access.supported(w, elem) and not _has_dot(self, op)
+    # A tensor-core kernel's stores stay branches: with a large accumulator live, predicated
+    # stores (one block for ptxas) made its epilogue spill.
+    predicate = predicated_access.supported(w, elem) and not self.has_dot
     address = predicated_access.byte_address(flat, elem) if predicate else None
     for r in range(0, n, w):
         if address is not None:
@@ -91,17 +92,6 @@ def op_tile_store(self, op):
         nbytes = w * bits(elem) // 8
         if_else(masks[r], None, lambda r=r: vector.StoreOp(from_elements(vals[r : r + w], elem), flat,
                                                            [to_index(offs[r])], alignment=nbytes), None)
-
-
-def _has_dot(self, op) -> bool:
-    """Whether op's kernel has a tensor-core dot. Its stores stay branches: with a large
-    accumulator live, predicated stores (one block for ptxas) make the epilogue spill."""
-    if not hasattr(self, "_kernel_has_dot"):
-        fn = op
-        while fn.name != "func.func":
-            fn = fn.parent
-        self._kernel_has_dot = any(o.name == "tile.dot" for o in all_ops(fn))
-    return self._kernel_has_dot
 
 
 def _tile_coords(self, base, indices, dist):

@@ -61,7 +61,7 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
     writes and reads already orders its reads before these writes, so no barrier is needed
     ahead of the writes."""
     block = ir.InsertionPoint.current.block
-    last = getattr(self, "_last_scalar_reduce", None)
+    last = self._last_scalar_reduce
     buf = self.scratch(elem, 2 * warps)
     follows = last is not None and last[0] == block and last[1] == self.scratch_uses - 1
     half = 1 - last[2] if follows else 0

@@ -47,8 +47,11 @@ def _words(vec, w: int, elem) -> list:
     return [vector.extract(as_words, [], [i]) for i in range(n)]
 
 
-def _register_list(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+def _access(op: str, names: list[str]) -> tuple[str, str]:
+    """The PTX instruction for n 32-bit words (`ld.global.v4.b32`) and its register list."""
+    if len(names) == 1:
+        return f"{op}.b32", names[0]
+    return f"{op}.v{len(names)}.b32", "{" + ", ".join(names) + "}"
 
 
 def load(address, pred, other_vec, w: int, elem):
@@ -58,7 +61,8 @@ def load(address, pred, other_vec, w: int, elem):
     outs = [f"${i}" for i in range(n)]
     p, a = f"${n}", f"${n + 1}"
     movs = "".join(f"mov.b32 ${i}, ${n + 2 + i};\n\t" for i in range(n))
-    asm = f"{movs}@{p} ld.global{'.v' + str(n) if n > 1 else ''}.b32 {_register_list(outs)}, [{a}];"
+    instruction, registers = _access("ld.global", outs)
+    asm = f"{movs}@{p} {instruction} {registers}, [{a}];"
     constraints = ",".join(["=r"] * n + ["b", "l"] + ["r"] * n)
     res_ty = _I32() if n == 1 else ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * n) + ")>")
     # Marked as having side effects: LLVM must not move a load it cannot see into across
@@ -74,5 +78,6 @@ def store(address, pred, vec, w: int, elem):
     words = _words(vec, w, elem)
     n = len(words)
     regs = [f"${2 + i}" for i in range(n)]
-    asm = f"@$0 st.global{'.v' + str(n) if n > 1 else ''}.b32 [$1], {_register_list(regs)};"
+    instruction, registers = _access("st.global", regs)
+    asm = f"@$0 {instruction} [$1], {registers};"
     llvm.inline_asm(None, [pred, address, *words], asm, ",".join(["b", "l"] + ["r"] * n), has_side_effects=True)

@@ -102,7 +102,6 @@ class TileAssignLayouts:
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = tile_ops.convert_layout(v, with_encoding(v.type, want))
 
-
     def load_per_lane(self, load):
         # %v = load -> %g = load (one element per lane); %v = convert_layout %g
         result = load.results[0]
