@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile the examples for the H200 (sm_90) on a machine without a GPU, into
+# Compile the examples for the H200 (sm_90a) on a machine without a GPU, into
 # .device/ (git-ignored): a snapshot of the package sources in .device/src/tile
 # and the cubins in .device/cache. Then carry .device to the GPU machine and run
 #   bash benchmarks/run_on_device.sh      # the examples against torch
@@ -14,9 +14,13 @@ rm -rf "$D" && mkdir -p "$D/src/tile"
 for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$d" "$D/src/tile/"; done
 cp __init__.py "$D/src/tile/"
 find "$D/src" -name __pycache__ -prune -exec rm -rf {} +
-export TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src
+export TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src
 "$PY" "$D"/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
 # The launches bench_on_device.sh makes, same shapes and configs, on 'meta' tensors.
 "$PY" "$D"/src/tile/benchmarks/harness.py --compile-only
 "$PY" "$D"/src/tile/benchmarks/launch_overhead.py --compile-only
+"$PY" "$D"/src/tile/benchmarks/matmul_sweep.py --compile-only
+# The device needs only the cubins and their metadata (the IR of every stage would
+# take the carry past its 64 MiB): keep those and the PTX.
+find "$D/cache" -name 'stage-*' ! -name 'stage-ptx.ptx' -delete
 ls "$D/cache" | wc -l

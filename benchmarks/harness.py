@@ -1,7 +1,7 @@
 """Seed-kernel benchmark: tile, Triton and torch side by side on one GPU.
 
     python benchmarks/harness.py [--out DIR] [--only KERNEL ...] [--smoke]
-    python benchmarks/harness.py --compile-only       # CPU machine: fill the tile cache for sm_90
+    python benchmarks/harness.py --compile-only       # CPU machine: fill the tile cache for sm_90a
 
 Every output is checked against a torch reference before it is timed, so a
 fast wrong kernel is reported as a failure, never as a number. Bandwidth is
@@ -16,7 +16,7 @@ minute however slow an implementation is.
 
 The GPU machine has no MLIR, so tile kernels run there from a cache compiled
 beforehand: `--compile-only` makes the same tile launches on 'meta' tensors
-with TILE_TARGET=sm_90 TILE_COMPILE_ONLY=1. Both passes take their launch
+with TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1. Both passes take their launch
 parameters from `tile_config` (implementations.py), so they ask for the same
 specializations.
 Specializations see dtypes, ranks, constexprs, int arguments' divisibility by
@@ -267,7 +267,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--compile-only", action="store_true", help="CPU machine: compile the tile launches for sm_90, run nothing")
+    ap.add_argument("--compile-only", action="store_true", help="CPU machine: compile the tile launches for sm_90a, run nothing")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="output folder (default $OUT)")
     ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
     ap.add_argument("--group", choices=["main", "sweep", "matmul"], help="only the main points, the sweep or the matmuls")
@@ -276,7 +276,7 @@ def main() -> int:
     selected = [c for c in cases(args.smoke) if (not args.only or c["kernel"] in args.only)
                 and (not args.group or c["group"] == args.group)]
     if args.compile_only:
-        os.environ.setdefault("TILE_TARGET", "sm_90")
+        os.environ.setdefault("TILE_TARGET", "sm_90a")
         os.environ["TILE_COMPILE_ONLY"] = "1"
         return compile_only(selected)
     out_dir = args.out or os.path.join(os.getcwd(), "bench-out")

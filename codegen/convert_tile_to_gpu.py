@@ -34,14 +34,14 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, scf
 
-from ..dialects.layout import Blocked, Mma, encoding_of
+from ..dialects.layout import Blocked, Mma, Wgmma, encoding_of
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
 from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
-from .distributed_layout import Distribution, MmaDistribution, row_major_strides
+from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution, row_major_strides
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -76,7 +76,10 @@ class Translator:
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
         self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
-        self.has_dot = any(o.name == "tile.dot" for o in all_ops(fn))
+        dots = [o for o in all_ops(fn) if o.name == "tile.dot"]
+        self.has_dot = bool(dots)
+        # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.
+        self.has_wgmma = any(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
         with ir.InsertionPoint(block):
             tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
@@ -90,7 +93,8 @@ class Translator:
     def dist(self, v) -> Distribution:
         t = ir.RankedTensorType(v.type)
         layout = encoding_of(t) or Blocked.default(list(t.shape), _bits(t.element_type), self.num_warps)
-        d = (MmaDistribution if isinstance(layout, Mma) else Distribution)(layout, tuple(t.shape))
+        kind = {Mma: MmaDistribution, Wgmma: WgmmaDistribution}.get(type(layout), Distribution)
+        d = kind(layout, tuple(t.shape))
         if d.num_registers * max(_bits(t.element_type), 32) // 32 > MAX_REGISTERS:
             raise TileError(f"tile too large: a tile of shape {list(t.shape)} needs {d.num_registers} registers per thread with "
                             f"{self.num_warps} warps, more than {MAX_REGISTERS}: use a smaller block or more warps")
@@ -123,19 +127,25 @@ class Translator:
         return out
 
     def mma_coords(self, dist: MmaDistribution) -> list:
-        (_, wn), (tm, tn) = dist.layout.warps, dist.warp_tile
         rows, cols = dist.register_offsets()
-        n = dist.num_registers
+        n, (tm, tn) = dist.num_registers, dist.warp_tile
         with self.entry:
             group, t = arith.shrui(self.lane, _i32(2)), arith.andi(self.lane, _i32(3))
-            warp_m, warp_n = arith.divui(self.warp, _i32(wn)), arith.remui(self.warp, _i32(wn))
-            row0 = arith.addi(arith.muli(warp_m, _i32(tm)), group)
-            col0 = arith.addi(arith.muli(warp_n, _i32(tn)), arith.muli(t, _i32(2)))
+            if isinstance(dist, WgmmaDistribution):
+                gn = dist.layout.warpgroups[1]
+                wg = arith.shrui(self.warp, _i32(2))
+                part_m, part_n = arith.divui(wg, _i32(gn)), arith.remui(wg, _i32(gn))
+                group = arith.addi(group, arith.muli(arith.andi(self.warp, _i32(3)), _i32(16)))
+            else:
+                wn = dist.layout.warps[1]
+                part_m, part_n = arith.divui(self.warp, _i32(wn)), arith.remui(self.warp, _i32(wn))
+            row0 = arith.addi(arith.muli(part_m, _i32(tm)), group)
+            col0 = arith.addi(arith.muli(part_n, _i32(tn)), arith.muli(t, _i32(2)))
             return [arith.addi(_splat(row0, n), _ivec(rows)), arith.addi(_splat(col0, n), _ivec(cols))]
 
     # ---- shared-memory scratch -----------------------------------------------------
-    def scratch(self, elem, count: int):
-        base = self.scratch_base
+    def scratch(self, elem, count: int, align: int = 1):
+        base = -(-self.scratch_base // align) * align
         self.scratch_uses += 1
         nbytes = count * _bits(elem) // 8
         self.scratch_bytes = max(self.scratch_bytes, base + nbytes)
@@ -342,6 +352,7 @@ class Translator:
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
+    from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
     from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_load, op_tile_async_copy,  # noqa: E402
                                          op_tile_async_commit, op_tile_async_wait)
 
@@ -364,10 +375,17 @@ def _lg2(x):
     return arith.mulf(lg, arith.ConstantOp(ir.F32Type.get(), 0.6931471805599453).result)
 
 
+def _tanh(x):
+    """tanh x on the SFU (`tanh.approx.f32`, sm_75+; relative error about 2^-11), one
+    instruction where its expansion into exp and a division takes about twenty; NVVM has
+    no intrinsic for it."""
+    return llvm.InlineAsmOp(ir.F32Type.get(), [x], "tanh.approx.f32 $0, $1;", "=f,f").result
+
+
 # f32 division and math as Triton computes them, on scalars and per register alike: a few
 # instructions where the IEEE division and libdevice's accurate versions take dozens (and
-# registers); within a few ulp for the ranges kernels use.
-_F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.log": _lg2}
+# registers); within a few ulp for the ranges kernels use (tanh: about 2^-11).
+_F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.log": _lg2, "math.tanh": _tanh}
 
 
 def _divisibility(fn, specialization: dict) -> dict:

@@ -16,7 +16,9 @@ hit eight different bank groups.
   hardware fills zeros); anything else is a guarded scalar load and shared
   store, visible after the next wait's barrier.
 - `tile.async_commit`: `nvgpu.device_async_create_group` (`cp.async.commit_group`).
-- `tile.async_wait`: `cp.async.wait_group N` then a barrier (upstream's
+- `tile.async_wait`: `cp.async.wait_group N`, in a kernel with wgmma a
+  `fence.proxy.async` (its operands are read through the async proxy), then a
+  barrier (upstream's
   `nvgpu.device_async_wait` wants a token of the group, which does not
   dominate a wait in the next loop iteration or after the loop).
 - `tile.local_load`: no code; `dot` reads the slot with `ldmatrix`
@@ -40,10 +42,14 @@ _SHARED = "#gpu.address_space<workgroup>"
 
 @dataclass
 class SharedTile:
-    """A rows x cols tile at element `base` of the 1-D shared memref `buf`, rows
-    contiguous, 16-byte units of each row XOR-swizzled by the row:
-    unit' = unit ^ ((row / per_phase) % max_phase), Triton's scheme, where a
-    128-byte line holds 128 / (cols * bytes) rows."""
+    """A rows x cols tile at element `base` of the 1-D shared memref `buf`.
+
+    Rows wider than 128 bytes are cut into panels of 128 bytes, stored one
+    after the other (all rows of panel 0, then of panel 1, ...), the layout
+    wgmma reads. Within a panel the 16-byte units of a row are XOR-swizzled by
+    the row: unit' = unit ^ ((row / per_phase) % max_phase), where a 128-byte
+    line holds per_phase rows (Triton's scheme, and the hardware's 128-, 64- and
+    32-byte swizzles when the tile starts on a 1024-byte boundary)."""
 
     buf: ir.Value
     base: ir.Value  # i32, in elements
@@ -56,13 +62,24 @@ class SharedTile:
         return 128 // bits(self.elem)
 
     @property
+    def panel(self) -> int:
+        """Columns per panel."""
+        p = 8 * self.unit
+        return p if self.cols > p and self.cols % p == 0 else self.cols
+
+    @property
     def swizzled(self) -> bool:
-        units = self.cols // self.unit
-        return self.cols % self.unit == 0 and units >= 2 and units & (units - 1) == 0
+        units = self.panel // self.unit
+        return self.panel % self.unit == 0 and units >= 2 and units & (units - 1) == 0
+
+    @property
+    def swizzle_bytes(self) -> int:
+        """The hardware swizzle of the panels: 128, 64 or 32 bytes (0: none)."""
+        return self.panel * bits(self.elem) // 8 if self.swizzled else 0
 
     @property
     def phases(self) -> tuple[int, int]:
-        units = self.cols // self.unit
+        units = self.panel // self.unit
         return max(1, 8 // units), min(units, 8)  # per_phase, max_phase (their product is 8)
 
     def phase(self, row):
@@ -72,7 +89,11 @@ class SharedTile:
 
     def offset(self, row, col, phase=None):
         """Element index in `buf` of (row, col), both i32; `phase` may be given (see `phase`)."""
-        lin = arith.addi(self.base, arith.muli(row, i32(self.cols)))
+        lin = arith.addi(self.base, arith.muli(row, i32(self.panel)))
+        if self.panel < self.cols:
+            shift = self.panel.bit_length() - 1
+            lin = arith.addi(lin, arith.muli(arith.shrui(col, i32(shift)), i32(self.rows * self.panel)))
+            col = arith.andi(col, i32(self.panel - 1))
         if not self.swizzled:
             return arith.addi(lin, col)
         shift = self.unit.bit_length() - 1
@@ -93,9 +114,11 @@ class Ring:
         return SharedTile(self.buf, arith.muli(s, i32(self.rows * self.cols)), self.rows, self.cols, self.elem)
 
 
-def shared_buffer(self, elem, count: int, align: int = 128):
+def shared_buffer(self, elem, count: int, align: int = 1024):
     """`count` elements of shared memory reserved for the rest of the kernel: after
-    everything used so far; later scratch goes above it."""
+    everything used so far; later scratch goes above it. 1024-byte aligned, the
+    period of the 128-byte swizzle (the shared memory itself is aligned so,
+    see `align-dynamic-shared`)."""
     self.scratch(elem, 0)  # creates the dynamic shared memory value if needed
     base = -(-max(self.scratch_bytes, self.scratch_base) // align) * align
     nbytes = count * bits(elem) // 8
@@ -151,4 +174,12 @@ def op_tile_async_commit(self, op):
 
 def op_tile_async_wait(self, op):
     nvvm.CpAsyncWaitGroupOp(ir.IntegerAttr(op.attributes["pending"]).value)
+    shared_writes_done(self)
+
+
+def shared_writes_done(self):
+    """A barrier after this thread's shared-memory writes; first a proxy fence if
+    wgmma (the async proxy) is to read them."""
+    if self.has_wgmma:
+        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
     gpu.barrier()

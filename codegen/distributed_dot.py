@@ -1,4 +1,5 @@
-"""`tile.dot` on tensor cores with `mma.sync.m16n8k16` (a method of the GPU `Translator`).
+"""`tile.dot` on tensor cores with `mma.sync.m16n8k16` (a method of the GPU `Translator`);
+an accumulator in the `#tile.wgmma` layout goes to `distributed_wgmma.py` instead.
 
 The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): warp
 (wm, wn) owns a block of 16 x 8 fragments. Both operands are read from shared
@@ -21,8 +22,9 @@ from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 from ..dialects.layout import element_bits as bits
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
-from .distributed_async_copy import SharedTile
-from .distributed_layout import Distribution, MmaDistribution
+from .distributed_async_copy import SharedTile, shared_writes_done
+from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution
+from .distributed_wgmma import supported as wgmma_supported, wgmma_dot
 from .register_vectors import elements, from_elements, i32
 
 
@@ -93,7 +95,7 @@ def op_tile_dot(self, op):
     ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
     if ta is None or tb is None:  # stage the register operands in a swizzled scratch tile
         need = (0 if ta else M * K) + (0 if tb else K * N)
-        buf = self.scratch(elem, need)
+        buf = self.scratch(elem, need, align=1024)  # the 128-byte swizzle's period
         gpu.barrier()
         if ta is None:
             ta = SharedTile(buf, i32(0), M, K, elem)
@@ -101,7 +103,12 @@ def op_tile_dot(self, op):
         if tb is None:
             tb = SharedTile(buf, i32(0 if ta.buf != buf else M * K), K, N, elem)
             _stage(self, b, tb)
-        gpu.barrier()
+        shared_writes_done(self)
+    if isinstance(cd, WgmmaDistribution):
+        why = wgmma_supported(ta, tb)
+        if why:
+            raise TileError(f"dot of {M}x{K} by {K}x{N} on wgmma: {why}")
+        return wgmma_dot(self, op, ta, tb)
 
     (_, wn), (tm, tn), (reps_m, reps_n) = cd.layout.warps, cd.warp_tile, cd.reps
     warp_m, warp_n = arith.divui(self.warp, i32(wn)), arith.remui(self.warp, i32(wn))

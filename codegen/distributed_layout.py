@@ -134,3 +134,31 @@ class MmaDistribution:
                     rows.append(rm * 16 + 8 * (i // 2))
                     cols.append(rn * 8 + i % 2)
         return rows, cols
+
+
+@dataclass(frozen=True)
+class WgmmaDistribution(MmaDistribution):
+    """Where the elements of a tile in `#tile.wgmma` layout live.
+
+    Warpgroup (gm, gn) owns a `warp_tile` (its part of the tile) and issues one
+    64-row wgmma per 64 rows of it; warp w % 4 of the group holds rows
+    16 (w % 4) .. +15 of each, as m16n8 fragments along N. So fragment (rm, rn)
+    of a thread with lane = 4 * group + t holds, in registers i = 0..3,
+    row rm*64 + 16 (w % 4) + group + 8*(i // 2) and column rn*8 + 2*t + i % 2;
+    the registers of one instruction (fixed rm) are its accumulator, in order.
+    """
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        """The part of one warpgroup."""
+        gm, gn = self.layout.warpgroups
+        return self.shape[0] // gm, self.shape[1] // gn
+
+    @property
+    def reps(self) -> tuple[int, int]:
+        m, n = self.warp_tile
+        return m // 64, n // 8
+
+    def register_offsets(self) -> tuple[list[int], list[int]]:
+        rows, cols = super().register_offsets()
+        return [(r // 16) * 64 + r % 16 for r in rows], cols

@@ -46,7 +46,8 @@ CPU_LLVM = [
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
         return TILE_OPT
-    passes = TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}}}"]
+    wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
+    passes = TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}"]
     if options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1:
         passes.append(f"tile-pipeline{{num-stages={options['num_stages']}}}")  # cp.async rings for dot operands
     return passes
@@ -75,6 +76,7 @@ def nvvm(target: str) -> list[str]:
     return [
         f"nvvm-attach-target{{chip={target} features={features} O=3}}",
         "gpu.module(math-expand-ops, convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
-        "convert-gpu-to-nvvm{index-bitwidth=64}, canonicalize, cse, reconcile-unrealized-casts)",
+        "convert-gpu-to-nvvm{index-bitwidth=64}, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
         "reconcile-unrealized-casts",
+        "align-dynamic-shared",
     ]

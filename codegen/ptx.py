@@ -60,7 +60,7 @@ def llvm_ir_to_ptx(llvm_ir: str, target: str) -> str:
         for f in mod.functions:
             if not f.is_declaration and f.name not in kernels:
                 f.linkage = "internal"
-    tm = llvm.Target.from_triple(mod.triple).create_target_machine(cpu=target.rstrip("a"), features=PTX_FEATURES[target], opt=3)
+    tm = llvm.Target.from_triple(mod.triple).create_target_machine(cpu=target, features=PTX_FEATURES[target], opt=3)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)

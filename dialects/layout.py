@@ -13,6 +13,7 @@ Layout assignment (`tile-assign-layouts`) sets it; lowerings read it and never g
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -28,6 +29,10 @@ ATTRIBUTE_IRDL = """  irdl.attribute @blocked {
   irdl.attribute @mma {
     %w = irdl.any
     irdl.parameters(warps: %w)
+  }
+  irdl.attribute @wgmma {
+    %g = irdl.any
+    irdl.parameters(warpgroups: %g)
   }"""
 
 
@@ -94,28 +99,36 @@ class Blocked:
         return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
 
 
+class _Grid:
+    """A tensor-core accumulator layout named by one grid of two numbers, `#tile.<NAME><[a, b]>`."""
+
+    NAME = ""
+    order = (1, 0)  # a thread's two values in a fragment row are neighbours
+
+    def __str__(self) -> str:
+        a, b = dataclasses.astuple(self)[0]
+        return f"#tile.{self.NAME}<[{a}, {b}]>"
+
+    def attr(self) -> ir.Attribute:
+        return ir.Attribute.parse(str(self))
+
+    @classmethod
+    def parse(cls, attr: ir.Attribute):
+        text = str(attr)
+        if not text.startswith(f"#tile.{cls.NAME}<"):
+            return None
+        return cls(tuple(int(x) for x in re.findall(r"\d+", text)))
+
+
 @dataclass(frozen=True)
-class Mma:
+class Mma(_Grid):
     """The accumulator layout of `mma.sync.m16n8k16`: `#tile.mma<[2, 2]>` puts a
     2 x 2 grid of warps on the tile; each warp repeats 16 x 8 accumulator
     fragments over its part, each thread holding 4 values of each fragment.
     """
 
     warps: tuple[int, int]
-    order = (1, 0)  # a thread's two values in a fragment row are neighbours
-
-    def __str__(self) -> str:
-        return f"#tile.mma<[{self.warps[0]}, {self.warps[1]}]>"
-
-    def attr(self) -> ir.Attribute:
-        return ir.Attribute.parse(str(self))
-
-    @staticmethod
-    def parse(attr: ir.Attribute) -> "Mma | None":
-        text = str(attr)
-        if not text.startswith("#tile.mma<"):
-            return None
-        return Mma(tuple(int(x) for x in re.findall(r"\d+", text)))
+    NAME = "mma"
 
     @staticmethod
     def for_shape(shape: list[int], num_warps: int) -> "Mma | None":
@@ -136,13 +149,45 @@ class Mma:
         return Mma(best[1]) if best else None
 
 
-def encoding_of(ty: ir.Type) -> "Blocked | Mma | None":
+@dataclass(frozen=True)
+class Wgmma(_Grid):
+    """The accumulator layout of `wgmma.mma_async.m64nNk16` (sm_90a):
+    `#tile.wgmma<[2, 1]>` puts a 2 x 1 grid of warpgroups (4 warps each) on the
+    tile; a warpgroup repeats 64 x N instructions down its part, warp w of the
+    group holding rows 16 (w % 4) .. +15 of each, in the m16n8 fragment
+    pattern of `#tile.mma` along N.
+    """
+
+    warpgroups: tuple[int, int]
+    NAME = "wgmma"
+    MAX_N = 256  # the widest wgmma
+
+    @staticmethod
+    def for_shape(shape: list[int], num_warps: int) -> "Wgmma | None":
+        """Warpgroups along M first (each then issues the widest N), as long as each
+        part is whole 64-row instructions and N at most 256, either whole 64-column
+        panels of the swizzled operand or, with one group along N, 16 or 32
+        columns; None if no grid fits."""
+        if len(shape) != 2 or num_warps % 4:
+            return None
+        groups = num_warps // 4
+        gm = groups
+        while gm >= 1:
+            gn = groups // gm
+            m, n = shape[0] // gm, shape[1] // gn
+            if shape[0] % (64 * gm) == 0 and shape[1] % gn == 0 and n <= Wgmma.MAX_N and (n % 64 == 0 or (gn == 1 and n in (16, 32))):
+                return Wgmma((gm, gn))
+            gm //= 2
+        return None
+
+
+def encoding_of(ty: ir.Type) -> "Blocked | Mma | Wgmma | None":
     if not isinstance(ty, ir.RankedTensorType):
         return None
     enc = ir.RankedTensorType(ty).encoding
     if enc is None:
         return None
-    return Blocked.parse(enc) or Mma.parse(enc)
+    return Blocked.parse(enc) or Mma.parse(enc) or Wgmma.parse(enc)
 
 
 def with_encoding(ty: ir.Type, layout) -> ir.Type:

@@ -349,6 +349,24 @@ def async_wait(pending: int, *, loc=None, ip=None) -> ir.Operation:
     return create("async_wait", [], [], {"pending": _i32(pending)}, loc=loc, ip=ip)
 
 
+def _verify_dot_wait(op):
+    if _int_attr(op, "pending") < 0:
+        return "pending must be >= 0"
+    if op.operands[0].type != op.result.type:
+        return "dot_wait returns its accumulator's type"
+
+
+@define("dot_wait", operands=[("acc", "tensor")], results=[("result", "tensor")], attributes=["pending"],
+        verify=_verify_dot_wait)
+def dot_wait(acc, pending: int, *, loc=None, ip=None) -> ir.Value:
+    """Wait until at most `pending` asynchronous dots (a `dot` with `in_flight`, i.e. wgmma
+    groups) are still running; `result` is the accumulator `acc` they were writing.
+
+    %r = "tile.dot_wait"(%acc) {pending = 0 : i32} : (tensor<128x128xf32, #tile.wgmma<[2, 1]>>) -> tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+    """
+    return create("dot_wait", [acc.type], [acc], {"pending": _i32(pending)}, loc=loc, ip=ip).result
+
+
 def _verify_local_load(op):
     return _verify_ring_access(op, op.result)
 

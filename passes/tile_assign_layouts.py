@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..dialects import tile_ops
-from ..dialects.layout import Blocked, Mma, element_bits, encoding_of, with_encoding
+from ..dialects.layout import Blocked, Mma, Wgmma, element_bits, encoding_of, with_encoding
 from .axis_info import AxisInfo
 from .registry import register_pass
 from .walk import all_ops
@@ -52,6 +52,7 @@ def _tiles(op) -> list:
 @dataclass
 class TileAssignLayouts:
     num_warps: int = 4
+    wgmma: bool = False  # sm_90a: dot accumulators take #tile.wgmma where it fits
 
     def layouts_by_shape(self, ops) -> dict:
         bits: dict[tuple, int] = {}
@@ -73,12 +74,13 @@ class TileAssignLayouts:
         ops = all_ops(fn)
         bits = self.layouts_by_shape(ops)
         # Tiles shaped like a dot's accumulator take the tensor-core accumulator layout.
-        mma = {tuple(ir.RankedTensorType(op.results[0].type).shape) for op in ops if op.name == "tile.dot"}
+        dots = [op for op in ops if op.name == "tile.dot"]
+        mma = {tuple(ir.RankedTensorType(op.results[0].type).shape): self.accumulator_layout(op) for op in reversed(dots)}
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
                     shape = list(ir.RankedTensorType(v.type).shape)
-                    layout = Mma.for_shape(shape, self.num_warps) if tuple(shape) in mma else None
+                    layout = mma.get(tuple(shape))
                     layout = layout or Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
                     v.set_type(with_encoding(v.type, layout))
         # Keep the signature in step with the entry block's arguments.
@@ -101,6 +103,18 @@ class TileAssignLayouts:
                 if want and have and have != want:
                     with ir.InsertionPoint(op), op.location:
                         op.operands[i] = tile_ops.convert_layout(v, with_encoding(v.type, want))
+
+    def accumulator_layout(self, dot):
+        """`#tile.wgmma` for a dot that wgmma can do from swizzled shared tiles (16-bit
+        operands, K of 16, 32 or a multiple of 64), else `#tile.mma`."""
+        shape = list(ir.RankedTensorType(dot.results[0].type).shape)
+        a = ir.RankedTensorType(dot.operands[0].type)
+        k = a.shape[1]
+        if self.wgmma and element_bits(a.element_type) == 16 and (k in (16, 32) or k % 64 == 0):
+            layout = Wgmma.for_shape(shape, self.num_warps)
+            if layout:
+                return layout
+        return Mma.for_shape(shape, self.num_warps)
 
     def load_per_lane(self, load):
         # %v = load -> %g = load (one element per lane); %v = convert_layout %g

@@ -7,7 +7,7 @@ below the distribution to threads). Like Triton's pipeliner, it works on the
 tile IR after layout assignment, so the copies it makes keep the layouts of the
 loads they replace; `convert-tile-to-gpu` lowers the new ops to
 `nvgpu.device_async_copy` (`cp.async`), commit/wait groups, and `dot` reads its
-operands from the ring with `nvgpu.ldmatrix`.
+operands from the ring (`ldmatrix` for mma.sync, matrix descriptors for wgmma).
 
 A `tile.load` in an `scf.for` body is pipelined when its only users are `dot`
 operands in that body, its `other` is zero (what `cp.async` fills in) and its
@@ -33,6 +33,22 @@ outside the loop. For S = num_stages (>= 2):
 Issuing the copies of the last iterations with an all-false mask, rather than
 peeling the loop, keeps one copy of the body (as Triton does); a false mask
 makes `cp.async` read nothing.
+
+A dot whose accumulator is in the `#tile.wgmma` layout may keep running while
+the next iteration starts (`in_flight = 1`: it waits only for the previous
+one) when nothing but the next dot reads its result. Its slots are then still
+being read during the next iteration, so the copies run one iteration less
+ahead (S - 2: iteration i + S - 2 goes into the slot of iteration i - 2, which
+every warpgroup has finished), and after the loop a `tile.dot_wait` waits for
+the last dot before its result is read:
+
+    scf.for ... {
+      tile.async_wait {pending = S-3}
+      ... copies of iteration i + S - 2 into slot (i + S - 2) % S ...
+      %acc2 = tile.dot %a, %b, %acc {in_flight = 1}
+    }
+    %r = tile.dot_wait %loop_result {pending = 0}
+    tile.async_wait {pending = 0}
 """
 
 from __future__ import annotations
@@ -43,6 +59,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects import tile_ops
+from ..dialects.layout import Wgmma, encoding_of
 from ..dialects.op_definition import create
 from .registry import register_pass
 from .walk import all_ops
@@ -170,6 +187,8 @@ class TilePipeline:
         if not found:
             return
         S = self.num_stages
+        async_dots = self.async_dots(loop, body, found) if S >= 3 else []
+        ahead = S - 1 - (1 if async_dots else 0)  # iterations the copies run ahead
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
         rings = []
@@ -178,25 +197,31 @@ class TilePipeline:
             for load, _ in found:
                 t = ir.RankedTensorType(load.results[0].type)
                 rings.append(tile_ops.local_alloc(S, list(t.shape), t.element_type))
-            for s in range(S - 1):
+            for s in range(ahead):
                 it = arith.addi(lb, arith.muli(step, _i32(s, ity))) if s else lb
                 self.issue(found, rings, _i32(s, ity), it, ub, ir.InsertionPoint(loop))
         # Steady state: at the top of the body, wait for this iteration's group, read the
-        # slots, and start iteration i + S - 1 in the slot iteration i - 1 used.
+        # slots, and start iteration i + ahead in its slot (free: the dots that read it
+        # finished before every thread passed the wait's barrier).
         first = body.operations[0]
         top = ir.InsertionPoint(first)
         with top, loop.location:
-            tile_ops.async_wait(S - 2)
+            tile_ops.async_wait(ahead - 1)
             i = arith.divsi(arith.subi(iv, lb), step)
             read = arith.remsi(i, _i32(S, ity))
-            write = arith.remsi(arith.addi(i, _i32(S - 1, ity)), _i32(S, ity))
+            write = arith.remsi(arith.addi(i, _i32(ahead, ity)), _i32(S, ity))
             for (load, _), ring in zip(found, rings):
                 got = tile_ops.local_load(ring, read, load.results[0].type)
                 load.results[0].replace_all_uses_with(got)
-            nxt = arith.addi(iv, arith.muli(step, _i32(S - 1, ity)))
+            nxt = arith.addi(iv, arith.muli(step, _i32(ahead, ity)))
             self.issue(found, rings, write, nxt, ub, top)
-        # Epilogue: drain the groups still in flight (they copy nothing).
+        # Epilogue: wait for the last dots, drain the copies still in flight (they copy nothing).
         with ir.InsertionPoint.after(loop.operation), loop.location:
+            for dot, n in async_dots:
+                dot.attributes["in_flight"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
+                result = loop.results[n]
+                done = tile_ops.dot_wait(result, 0)
+                result.replace_all_uses_except(done, done.owner.operation)
             tile_ops.async_wait(0)
         for load, ops in found:
             load.erase()
@@ -204,6 +229,25 @@ class TilePipeline:
             for op in reversed(ops):
                 if all(not list(r.uses) for r in op.results):
                     op.erase()
+
+    def async_dots(self, loop, body, found) -> list:
+        """(dot, loop result number) of the pipelined wgmma dots that may stay in flight: each
+        accumulates into a loop-carried value that only it reads and that only the loop yields."""
+        dots = {u.owner for load, _ in found for u in load.results[0].uses}
+        out = []
+        yield_op = body.operations[len(body.operations) - 1].operation
+        for dot in dots:
+            acc, result = dot.operands[2], dot.results[0]
+            if not isinstance(encoding_of(result.type), Wgmma) or not isinstance(acc.owner, ir.Block) or acc.owner != body:
+                return []
+            uses = [(u.owner, u.operand_number) for u in result.uses]
+            if len(uses) != 1 or uses[0][0] != yield_op or len(list(acc.uses)) != 1:
+                return []
+            n = uses[0][1]
+            if acc.arg_number != n + 1:  # the iter_arg the yield feeds back
+                return []
+            out.append((dot, n))
+        return out
 
     def issue(self, found, rings, slot, it, ub, ip):
         """Clone the loads' offsets and masks at induction value `it` (one copy of the ops

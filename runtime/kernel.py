@@ -161,7 +161,8 @@ class Kernel(FastLaunch):
                 import torch
 
                 major, minor = torch.cuda.get_device_capability(v.device)
-                return f"sm_{major}{minor}"
+                # Hopper's architecture-specific features (wgmma) need the `a` target.
+                return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
         return "cpu"
 
     # ---- compile and launch --------------------------------------------------------

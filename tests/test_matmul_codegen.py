@@ -1,6 +1,7 @@
 """Compile-only checks of the tensor-core matmul (no GPU needed): the sm_80 and sm_90
 PTX of examples/matmul.py uses cp.async into shared rings (tile-pipeline), ldmatrix
-(.trans for the row-major B) and mma.sync, with no spills."""
+(.trans for the row-major B) and mma.sync; the sm_90a PTX uses wgmma on the same
+rings, and its SASS HGMMA; no spills."""
 
 import os
 import re
@@ -13,8 +14,8 @@ import torch
 import tile  # noqa: F401
 
 
-def _loop_local_memory(cubin: bytes) -> list[str]:
-    """SASS local-memory accesses (spills) between the K loop's first and last HMMA."""
+def _loop_local_memory(cubin: bytes, mma: str = "HMMA") -> list[str]:
+    """SASS local-memory accesses (spills) between the K loop's first and last `mma` (HMMA or HGMMA)."""
     import triton
 
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
@@ -22,14 +23,14 @@ def _loop_local_memory(cubin: bytes) -> list[str]:
         f.write(cubin)
         f.flush()
         sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout.splitlines()
-    hmma = [i for i, line in enumerate(sass) if "HMMA" in line]
-    assert hmma, "no HMMA in the SASS"
+    hmma = [i for i, line in enumerate(sass) if re.search(rf"\b{mma}\b", line)]
+    assert hmma, f"no {mma} in the SASS"
     return [line for line in sass[hmma[0]:hmma[-1]] if re.search(r"\b(STL|LDL)\b", line)]
 
 
-def _assert_no_loop_spills(launcher):
+def _assert_no_loop_spills(launcher, mma: str = "HMMA"):
     """No local memory in the main loop."""
-    assert _loop_local_memory(launcher.asm["cubin"]) == []
+    assert _loop_local_memory(launcher.asm["cubin"], mma) == []
 
 
 def _build(monkeypatch, target, dtype=torch.bfloat16, b_col_major=False, M=256, N=256, K=256, **cfg):
@@ -93,3 +94,28 @@ def test_benchmark_configs_do_not_spill(cfg, activation, monkeypatch):
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
     _assert_no_loop_spills(launcher)
+
+
+@pytest.mark.parametrize("cfg,groups,n", [
+    (dict(BM=128, BN=128, BK=64, num_warps=4, num_stages=3), (1, 1), 128),  # one warpgroup, two 64-row halves
+    (dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=4), (2, 1), 256),
+    (dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=3), (2, 1), 128),  # 64-byte swizzle for A
+    (dict(BM=128, BN=256, BK=32, num_warps=8, num_stages=4), (2, 1), 256),  # the benchmark's
+])
+def test_wgmma_matmul(cfg, groups, n, monkeypatch):
+    """sm_90a: the dot is wgmma.mma_async from the cp.async rings (no ldmatrix, no mma.sync),
+    one m64nNk16 per 64 rows of a warpgroup's part and 16-wide step of K; the rings are
+    fenced for the async proxy; the shared memory starts on 1024 bytes; HGMMA in the SASS."""
+    launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, **cfg)
+    ptx = launcher.asm["ptx"]
+    per_group_rows = cfg["BM"] // groups[0]
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16") == per_group_rows // 64 * cfg["BK"] // 16
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert "cp.async.cg.shared.global" in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0;" in " ".join(ptx.split())
+    assert ".shared .align 1024 .b8 __dynamic_shmem__0" in ptx
+    info = launcher.metadata["ptxas"]
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
+    _assert_no_loop_spills(launcher, "HGMMA")
+    if groups[0] > 1:  # the warpgroup's A offset comes from a lane-0 broadcast (see distributed_wgmma.py)
+        assert "shfl.sync.idx.b32" in ptx

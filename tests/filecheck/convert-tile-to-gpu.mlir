@@ -123,3 +123,48 @@ func.func @max_then_sum(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?
   "tile.store"(%y, %c0, %both, %true) : (memref<?xf32, strided<[?], offset: ?>>, i32, f32, i1) -> ()
   return
 }
+
+// -----
+
+// A dot whose accumulator is in `#tile.wgmma<[1, 1]>` (one warpgroup, 64 x 64)
+// reads its operands from ring slots through matrix descriptors: A (64 x 32,
+// rows of 64 bytes) in the 64-byte swizzle, stride offset 8 rows = 512 bytes;
+// B (32 x 64, N-major) in the 128-byte swizzle, panels 32 x 128 bytes apart,
+// stride offset 1024. One m64n64k16 per 16-wide K step, between a wgmma fence
+// and a commit and wait. The ring's wait fences the async proxy before its barrier.
+
+// CHECK-LABEL: gpu.func @wgmma
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[DA:.*]] = arith.ori %{{.*}}, %c-9223371899415756800_i64 : i64
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[DB:.*]] = arith.ori %{{.*}}, %c4611686293322072064_i64 : i64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[D0:.*]] = nvvm.wgmma.mma_async %[[DA0:.*]], %[[DB]], %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: %[[D1:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D0]], <m = 64, n = 64, k = 16>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: gpu.return
+!w = tensor<64x64xf32, #tile.wgmma<[1, 1]>>
+!ring_a = memref<2x64x32xbf16, #gpu.address_space<workgroup>>
+!ring_b = memref<2x32x64xbf16, #gpu.address_space<workgroup>>
+func.func @wgmma(%out: memref<?xf32, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %ra = "tile.local_alloc"() : () -> !ring_a
+  %rb = "tile.local_alloc"() : () -> !ring_b
+  %slot = arith.constant 1 : i32
+  "tile.async_wait"() {pending = 0 : i32} : () -> ()
+  %a = "tile.local_load"(%ra, %slot) : (!ring_a, i32) -> tensor<64x32xbf16>
+  %b = "tile.local_load"(%rb, %slot) : (!ring_b, i32) -> tensor<32x64xbf16>
+  %zf = arith.constant 0.0 : f32
+  %acc = "tile.splat"(%zf) : (f32) -> !w
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<64x32xbf16>, tensor<32x64xbf16>, !w) -> !w
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %offs = "tile.splat"(%c0) : (i32) -> tensor<64x64xi32, #tile.wgmma<[1, 1]>>
+  %m = "tile.splat"(%true) : (i1) -> tensor<64x64xi1, #tile.wgmma<[1, 1]>>
+  "tile.store"(%out, %offs, %d, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64x64xi32, #tile.wgmma<[1, 1]>>, !w, tensor<64x64xi1, #tile.wgmma<[1, 1]>>) -> ()
+  return
+}

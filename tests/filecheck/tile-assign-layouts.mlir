@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-assign-layouts)' | FileCheck %s --check-prefixes=CHECK,W4
-// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-assign-layouts{num-warps=8})' | FileCheck %s --check-prefixes=CHECK,W8
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-assign-layouts{num-warps=8})' | FileCheck %s --check-prefixes=CHECK,W8,MMA8
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-assign-layouts{num-warps=8 wgmma=1})' | FileCheck %s --check-prefixes=CHECK,W8,WG
 
 // The default blocked layout: 16 bytes per thread along the fastest dim, then
 // the 32 lanes, then the warps. tensor<1024xf32>, 4 warps: 4 x 32 x 4 = 512
@@ -115,4 +116,31 @@ func.func @gather(%x: !h, %out: !h, %stride: i32) {
   %v = "tile.load"(%x, %src, %m, %other) : (!h, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf16>) -> tensor<1024xf16>
   "tile.store"(%out, %r, %v, %m) : (!h, tensor<1024xi32>, tensor<1024xf16>, tensor<1024xi1>) -> ()
   return
+}
+
+// -----
+
+// A dot's accumulator takes a tensor-core layout: `#tile.mma` (mma.sync warp
+// grid, square warp tiles) or, with wgmma (sm_90a), `#tile.wgmma`: 8 warps are
+// 2 warpgroups along M, each 64 rows x 128 columns. A 32 x 32 accumulator has
+// no whole 64-row wgmma, so it keeps `#tile.mma` there. Tiles of the
+// accumulator's shape (the epilogue's) share its layout; operands keep theirs.
+
+// CHECK-LABEL: func.func @dots
+// W4-SAME: %{{[^:]*}}: tensor<128x128xf32, #tile.mma<[2, 2]>>
+// MMA8-SAME: tensor<128x128xf32, #tile.mma<[4, 2]>>
+// WG-SAME: tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+// W4: "tile.dot"{{.*}} -> tensor<128x128xf32, #tile.mma<[2, 2]>>
+// MMA8: "tile.dot"{{.*}} -> tensor<128x128xf32, #tile.mma<[4, 2]>>
+// WG: "tile.dot"{{.*}} -> tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+// W4: "tile.dot"{{.*}} -> tensor<32x32xf32, #tile.mma<[2, 2]>>
+// MMA8: "tile.dot"{{.*}} -> tensor<32x32xf32, #tile.mma<[2, 4]>>
+// WG: "tile.dot"{{.*}} -> tensor<32x32xf32, #tile.mma<[2, 4]>>
+// WG: math.tanh %{{.*}} : tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+func.func @dots(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<128x128xf32>,
+                %a2: tensor<32x32xbf16>, %b2: tensor<32x32xbf16>, %c2: tensor<32x32xf32>) -> (tensor<128x128xf32>, tensor<32x32xf32>) {
+  %d = "tile.dot"(%a, %b, %c) : (tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  %d2 = "tile.dot"(%a2, %b2, %c2) : (tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %e = math.tanh %d : tensor<128x128xf32>
+  return %e, %d2 : tensor<128x128xf32>, tensor<32x32xf32>
 }

@@ -116,3 +116,57 @@ func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n:
   }
   return %r : tensor<32x32xf32>
 }
+
+// -----
+
+// A wgmma accumulator that only the next iteration's dot reads: the dot stays in
+// flight (`in_flight = 1`) while the next iteration starts, so the copies run one
+// iteration less ahead (3 stages: iteration i + 1 into slot (i + 1) % 3, one
+// prologue group, nothing else pending at the wait), and a `tile.dot_wait`
+// finishes the last dot before the loop's result is read.
+
+// CHECK-LABEL: func.func @wgmma_in_flight
+// CHECK: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: "tile.async_copy"(%[[RA]]
+// CHECK: "tile.async_commit"()
+// CHECK-NOT: "tile.async_commit"()
+// CHECK: %[[ACC:.*]] = scf.for %[[IV:.*]] = {{.*}} iter_args(%[[X:.*]] = %{{.*}})
+// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK: %[[I:.*]] = arith.divsi
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[I]], %[[ONE]] : i32
+// CHECK: %[[WRITE:.*]] = arith.remsi %[[AHEAD]], %{{.*}} : i32
+// CHECK: "tile.async_copy"(%[[RA]], %[[WRITE]]
+// CHECK: %[[D:.*]] = "tile.dot"(%{{.*}}, %{{.*}}, %[[X]]) {in_flight = 1 : i32}
+// CHECK-NEXT: scf.yield %[[D]]
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[DONE:.*]] = "tile.dot_wait"(%[[ACC]]) {pending = 0 : i32}
+// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: return %[[DONE]]
+
+// OFF-LABEL: func.func @wgmma_in_flight
+// OFF-NOT: tile.dot_wait
+!a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+func.func @wgmma_in_flight(%a: !a, %b: !a, %oa: tensor<128x64xi32>, %ob: tensor<64x128xi32>, %ma: tensor<128x64xi1>,
+                           %mb: tensor<64x128xi1>, %K: i32, %sk: i32) -> !w {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> !w
+  %za = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zbt = "tile.splat"(%zb) : (bf16) -> tensor<64x128xbf16>
+  %r = scf.for %k = %c0 to %K step %c64 iter_args(%acc = %acc0) -> (!w) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<128x64xi32>
+    %offa = arith.addi %oa, %ks : tensor<128x64xi32>
+    %ta = "tile.load"(%a, %offa, %ma, %za) : (!a, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+    %kb = arith.muli %k, %sk : i32
+    %kbs = "tile.splat"(%kb) : (i32) -> tensor<64x128xi32>
+    %offb = arith.addi %ob, %kbs : tensor<64x128xi32>
+    %tb = "tile.load"(%b, %offb, %mb, %zbt) : (!a, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xbf16>) -> tensor<64x128xbf16>
+    %d = "tile.dot"(%ta, %tb, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+    scf.yield %d : !w
+  }
+  return %r : !w
+}

@@ -1,0 +1,138 @@
+"""`tile.dot` on sm_90a tensor cores with `wgmma.mma_async` (called by `op_tile_dot`).
+
+The accumulator lives in the `#tile.wgmma` layout (`WgmmaDistribution`):
+warpgroup (gm, gn) owns a part of M x N and issues one `m64nNk16` per 64 rows
+of it and 16-wide step of K, N being its whole width. Both operands stay in
+shared memory, read by the tensor cores through 64-bit matrix descriptors:
+
+    bits  0-13  start address >> 4
+    bits 16-29  leading-dimension byte offset >> 4
+    bits 32-45  stride-dimension byte offset >> 4
+    bits 62-63  swizzle: 1 = 128 bytes, 2 = 64, 3 = 32
+
+A (M x K, K contiguous) is K-major: 8-row groups are 8 swizzle lines apart
+(the stride offset); one K step starts 32 bytes further along the line, the
+hardware applying the swizzle to the address (so tiles start on 1024 bytes).
+B (K x N, N contiguous) is N-major (`layoutB = row`, the transposed B): its
+8-row groups of K are the stride offset apart and its 128-byte panels of N the
+leading offset apart (`SharedTile` stores panels one after the other).
+
+    wgmma.fence                      ; the accumulator registers are ready
+    wgmma.mma_async (per K step, per 64 rows) ...
+    wgmma.commit_group ; wgmma.wait_group in_flight   ; 0, or 1 (see tile-pipeline)
+
+Upstream's `nvgpu.warpgroup.mma` wants its operands as memrefs with TMA
+descriptor types and its accumulator as one opaque value; here operands live in
+rings placed by `tile-pipeline` and accumulators are per-thread registers, so
+the `nvvm` ops are emitted directly.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, memref, nvvm
+
+from ..dialects.layout import element_bits as bits
+from .distributed_async_copy import SharedTile
+from .register_vectors import elements, from_elements, i32
+
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def _i64(v: int):
+    """An i64 constant of the 64 bits of v (a swizzle mode of 2 or 3 sets the sign bit)."""
+    return arith.ConstantOp(ir.IntegerType.get_signless(64), v - (1 << 64) if v >= 1 << 63 else v).result
+
+
+def _descriptor(tile: SharedTile, lead: int, stride: int):
+    """The descriptor of `tile`'s element 0 (i64); an element offset `e` is added as (e * bytes) >> 4."""
+    i64 = ir.IntegerType.get_signless(64)
+    addr = arith.index_cast(i64, memref.extract_aligned_pointer_as_index(tile.buf))
+    addr = arith.addi(addr, arith.extui(i64, arith.muli(tile.base, i32(bits(tile.elem) // 8))))
+    fields = ((lead >> 4) << 16) | ((stride >> 4) << 32) | (_SWIZZLE_MODE[tile.swizzle_bytes] << 62)
+    return arith.ori(arith.andi(arith.shrui(addr, _i64(4)), _i64(0x3FFF)), _i64(fields))
+
+
+def _at(desc, tile: SharedTile, row: int, col):
+    """`desc` moved to (row, col) of `tile` (the unswizzled start, a constant plus an i32 `col` part)."""
+    i64 = ir.IntegerType.get_signless(64)
+    size = bits(tile.elem) // 8
+    p, rest = divmod(col[1], tile.panel)  # col = (dynamic i32 or None, constant)
+    offset = (p * tile.rows * tile.panel + row * tile.panel + rest) * size
+    out = arith.addi(desc, _i64(offset >> 4))
+    if col[0] is not None:  # a dynamic column start: whole panels
+        panels = arith.muli(arith.divui(col[0], i32(tile.panel)), i32(tile.rows * tile.panel * size >> 4))
+        out = arith.addi(out, arith.extui(i64, panels))
+    return out
+
+
+def supported(ta: SharedTile, tb: SharedTile) -> str | None:
+    """Why wgmma cannot read these tiles, or None."""
+    for name, t in (("a", ta), ("b", tb)):
+        if t.swizzle_bytes not in _SWIZZLE_MODE:
+            return f"operand {name} of {t.rows}x{t.cols} is not in 32-, 64- or 128-byte swizzled panels"
+    return None
+
+
+def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
+    acc = op.operands[2]
+    cd = self.dist(op.results[0])
+    elem = ta.elem
+    f32 = ir.F32Type.get()
+    gn = cd.layout.warpgroups[1]
+    (tm, tn), (reps_m, reps_n) = cd.warp_tile, cd.reps
+    # The warpgroup, broadcast from lane 0: ptxas then keeps the descriptors in uniform
+    # registers (from tid >> 7 directly it lost the high word of A's descriptor, measured).
+    warp = gpu.ShuffleOp(self.warp, i32(0), i32(32), gpu.ShuffleMode.IDX).results[0]
+    wg = arith.shrui(warp, i32(2))
+    part_m, part_n = arith.divui(wg, i32(gn)), arith.remui(wg, i32(gn))
+    # A: K-major, leading offset unused (1); B: N-major, panels `lead` apart.
+    desc_a = _descriptor(ta, 16, 8 * ta.swizzle_bytes)
+    desc_b = _descriptor(tb, tb.rows * tb.panel * bits(elem) // 8, 8 * tb.swizzle_bytes)
+    # The warpgroup's rows of A: part_m * tm rows down, as whole 64-row blocks.
+    row_bytes = ta.panel * bits(elem) // 8
+    desc_a = arith.addi(desc_a, arith.extui(ir.IntegerType.get_signless(64), arith.muli(part_m, i32(tm * row_bytes >> 4))))
+    col_b = (arith.muli(part_n, i32(tn)) if gn > 1 else None, 0)
+
+    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (reps_n * 4)) + ")>")
+    regs = elements(self.value(acc), cd.num_registers)
+    accs = []
+    for rm in range(reps_m):
+        s = llvm.UndefOp(struct).result
+        for j in range(reps_n * 4):
+            s = llvm.InsertValueOp(s, regs[cd.register(rm, 0, 0) + j], [j]).result
+        accs.append(s)
+    kind = str(elem)
+    attr = ir.Attribute.parse
+    nvvm.WgmmaFenceAlignedOp()
+    for ks in range(ta.cols // 16):
+        b = _at(desc_b, tb, ks * 16, col_b)
+        for rm in range(reps_m):
+            a = _at(desc_a, ta, rm * 64, (None, ks * 16))
+            accs[rm] = nvvm.WgmmaMmaAsyncOp(
+                struct, accs[rm], a, b, attr(f"#nvvm.shape<m = 64, n = {tn}, k = 16>"),
+                attr(f"#nvvm.wgmma_type<{kind}>"), attr(f"#nvvm.wgmma_type<{kind}>"), attr("#nvvm.wgmma_type<f32>"),
+                attr("#nvvm.wgmma_scale_out<one>"), attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.wgmma_scale_in<one>"),
+                attr("#nvvm.mma_layout<row>"), attr("#nvvm.mma_layout<row>")).result
+    nvvm.WgmmaGroupSyncAlignedOp()
+    in_flight = ir.IntegerAttr(op.attributes["in_flight"]).value if "in_flight" in op.attributes else 0
+    nvvm.WgmmaWaitGroupSyncOp(in_flight)
+    out = list(regs)
+    for rm in range(reps_m):
+        for j in range(reps_n * 4):
+            out[cd.register(rm, 0, 0) + j] = llvm.ExtractValueOp(f32, accs[rm], [j]).result
+    self.map[op.results[0]] = from_elements(out, f32)
+
+
+def op_tile_dot_wait(self, op):
+    """`wgmma.wait_group N` as inline PTX that takes and gives back every accumulator
+    register, so that no read of them can be scheduled before it (the intrinsic has no
+    operands to order them by)."""
+    regs = elements(self.value(op.operands[0]), self.dist(op.operands[0]).num_registers)
+    n = len(regs)
+    f32 = ir.F32Type.get()
+    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * n) + ")>")
+    pending = ir.IntegerAttr(op.attributes["pending"]).value
+    constraints = ",".join(["=f"] * n + [str(i) for i in range(n)])
+    done = llvm.InlineAsmOp(struct, regs, f"wgmma.wait_group.sync.aligned {pending};", constraints, has_side_effects=True).result
+    self.map[op.results[0]] = from_elements([llvm.ExtractValueOp(f32, done, [i]).result for i in range(n)], f32)
