@@ -60,7 +60,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--configs", default=None, help="instead of CONFIGS: 'BM,BN,BK,warps,stages;...'")
     args = ap.parse_args()
+    configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split(";")] if args.configs else CONFIGS
     import torch
 
     import matmul as mm
@@ -70,7 +72,7 @@ def main() -> int:
         os.environ.setdefault("TILE_COMPILE_ONLY", "1")
         os.environ.setdefault("TILE_TARGET", "sm_90a")
     rows, failures = [], 0
-    for c in CONFIGS:
+    for c in configs:
         row = {"config": dict(zip(("BM", "BN", "BK", "num_warps", "num_stages"), c))}
         try:
             for act in ("none", "gelu"):

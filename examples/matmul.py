@@ -66,16 +66,18 @@ def reference(a, b, bias, activation="gelu"):
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
-    cases = ((torch.float32, (70, 45, 37)), (torch.bfloat16, (64, 96, 80)), (torch.float16, (100, 72, 48)))
-    for dtype, (M, N, K) in cases:
+    big = dict(BM=128, BN=128, BK=32, GROUP=8)  # whole 64-row warpgroups: wgmma on a Hopper GPU
+    cases = [(torch.float32, (70, 45, 37), {}), (torch.bfloat16, (64, 96, 80), {}), (torch.float16, (100, 72, 48), {}),
+             (torch.bfloat16, (300, 200, 100), big), (torch.float16, (260, 130, 72), big)]  # tails in M, N and K
+    for dtype, (M, N, K), tiles in cases:
         a = torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(N, K, device=device, dtype=dtype).t()  # column-major, through its strides
         bias = torch.randn(N, device=device, dtype=dtype)
-        got = matmul(a, b, bias)
+        got = matmul(a, b, bias, **tiles)
         want = reference(a, b, bias)
         tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2 * math.sqrt(K))
         torch.testing.assert_close(got, want, **tol)
-    shapes = ", ".join(f"{str(d).split('.')[-1]} {s}" for d, s in cases)
+    shapes = ", ".join(f"{str(d).split('.')[-1]} {s}" for d, s, _ in cases)
     print(f"matmul: {shapes} (column-major b) + bias + gelu on {device} match torch")
 
 
