@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, scf
+from mlir.dialects import arith, gpu, memref, scf
 
 from ..dialects.layout import Blocked, Mma, Wgmma, encoding_of
 from ..dialects.layout import element_bits as _bits
@@ -42,6 +42,7 @@ from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution, row_major_strides
+from .fast_math import F32_FAST
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -236,9 +237,9 @@ class Translator:
 
     def clone_elementwise(self, op, operands, n):
         rt = ir.RankedTensorType(op.results[0].type)
-        if op.name in _F32_FAST and isinstance(rt.element_type, ir.F32Type):
+        if op.name in F32_FAST and isinstance(rt.element_type, ir.F32Type):
             per_register = zip(*(_elements(v, n) for v in operands))
-            return _from_elements([_F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)
+            return _from_elements([F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)
         attrs = {k: op.attributes[k] for k in op.attributes}
         if op.name in _CONTRACTIBLE:
             attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do
@@ -281,8 +282,8 @@ class Translator:
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
-            if name in _F32_FAST and isinstance(op.results[0].type, ir.F32Type):
-                self.map[op.results[0]] = _F32_FAST[name](*(self.value(o) for o in op.operands))
+            if name in F32_FAST and isinstance(op.results[0].type, ir.F32Type):
+                self.map[op.results[0]] = F32_FAST[name](*(self.value(o) for o in op.operands))
                 return
             new = op.clone()
             for i, o in enumerate(op.operands):
@@ -355,37 +356,6 @@ class Translator:
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
     from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_load, op_tile_async_copy,  # noqa: E402
                                          op_tile_async_commit, op_tile_async_wait)
-
-
-def _div_full(a, b):
-    """f32 a / b as PTX `div.full.f32`, as Triton divides: within 2 ulp over the full range,
-    a few instructions, where the IEEE `div.rn.f32` calls a slow path and costs registers."""
-    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.div.full", [a, b], [], [])
-
-
-def _ex2(x):
-    """e^x as 2^(x log2 e) on the SFU (`ex2.approx.f32`), as Triton computes `exp`."""
-    scaled = arith.mulf(x, arith.ConstantOp(ir.F32Type.get(), 1.4426950408889634).result)
-    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.ex2.approx.f32", [scaled], [], [])
-
-
-def _lg2(x):
-    """ln x as log2(x) ln 2 on the SFU (`lg2.approx.f32`), as Triton computes `log`."""
-    lg = llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.lg2.approx.f", [x], [], [])
-    return arith.mulf(lg, arith.ConstantOp(ir.F32Type.get(), 0.6931471805599453).result)
-
-
-def _tanh(x):
-    """tanh x on the SFU (`tanh.approx.f32`, sm_75+; relative error about 2^-11), one
-    instruction where its expansion into exp and a division takes about twenty; NVVM has
-    no intrinsic for it."""
-    return llvm.InlineAsmOp(ir.F32Type.get(), [x], "tanh.approx.f32 $0, $1;", "=f,f").result
-
-
-# f32 division and math as Triton computes them, on scalars and per register alike: a few
-# instructions where the IEEE division and libdevice's accurate versions take dozens (and
-# registers); within a few ulp for the ranges kernels use (tanh: about 2^-11).
-_F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.log": _lg2, "math.tanh": _tanh}
 
 
 def _divisibility(fn, specialization: dict) -> dict:

@@ -174,8 +174,9 @@ class Wgmma(_Grid):
         gm = groups
         while gm >= 1:
             gn = groups // gm
-            m, n = shape[0] // gm, shape[1] // gn
-            if shape[0] % (64 * gm) == 0 and shape[1] % gn == 0 and n <= Wgmma.MAX_N and (n % 64 == 0 or (gn == 1 and n in (16, 32))):
+            n = shape[1] // gn
+            whole_panels = n % 64 == 0 or (gn == 1 and n in (16, 32))
+            if shape[0] % (64 * gm) == 0 and shape[1] % gn == 0 and n <= Wgmma.MAX_N and whole_panels:
                 return Wgmma((gm, gn))
             gm //= 2
         return None

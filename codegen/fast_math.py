@@ -1,0 +1,38 @@
+"""f32 division and math on the GPU as Triton computes them, one function per op, used
+by `convert-tile-to-gpu` on scalars and on every register of a tile alike: a few
+instructions where IEEE division and libdevice's accurate versions take dozens (and
+registers); within a few ulp for the ranges kernels use (tanh: about 2^-11)."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, llvm
+
+
+def _div_full(a, b):
+    """f32 a / b as PTX `div.full.f32`, as Triton divides: within 2 ulp over the full range,
+    a few instructions, where the IEEE `div.rn.f32` calls a slow path and costs registers."""
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.div.full", [a, b], [], [])
+
+
+def _ex2(x):
+    """e^x as 2^(x log2 e) on the SFU (`ex2.approx.f32`), as Triton computes `exp`."""
+    scaled = arith.mulf(x, arith.ConstantOp(ir.F32Type.get(), 1.4426950408889634).result)
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.ex2.approx.f32", [scaled], [], [])
+
+
+def _lg2(x):
+    """ln x as log2(x) ln 2 on the SFU (`lg2.approx.f32`), as Triton computes `log`."""
+    lg = llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.lg2.approx.f", [x], [], [])
+    return arith.mulf(lg, arith.ConstantOp(ir.F32Type.get(), 0.6931471805599453).result)
+
+
+def _tanh(x):
+    """tanh x on the SFU (`tanh.approx.f32`, sm_75+; relative error about 2^-11), one
+    instruction where its expansion into exp and a division takes about twenty; NVVM has
+    no intrinsic for it."""
+    return llvm.InlineAsmOp(ir.F32Type.get(), [x], "tanh.approx.f32 $0, $1;", "=f,f").result
+
+
+# The op names this file replaces, and how.
+F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.log": _lg2, "math.tanh": _tanh}
