@@ -1,4 +1,4 @@
-"""The `#tile.blocked` layout encoding carried by tile (tensor) types.
+"""The layout encodings carried by tile (tensor) types: `#tile.blocked`, `#tile.mma`, `#tile.wgmma`.
 
 A blocked layout says how a tile is spread over one program's threads:
 
@@ -7,6 +7,10 @@ A blocked layout says how a tile is spread over one program's threads:
                   |       |       warps per program, per dim
                   |       threads per warp, per dim (product 32)
                   elements each thread holds contiguously, per dim
+
+A `dot`'s accumulator takes a tensor-core layout instead: `#tile.mma<[2, 2]>`
+(a grid of warps, each holding m16n8 fragments of `mma.sync`) or, on sm_90a,
+`#tile.wgmma<[2, 1]>` (a grid of warpgroups, each issuing 64-row `wgmma`s).
 
 Layout assignment (`tile-assign-layouts`) sets it; lowerings read it and never guess.
 """

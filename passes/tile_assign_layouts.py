@@ -1,10 +1,13 @@
-"""`tile-assign-layouts`: give every tile value a `#tile.blocked` layout encoding.
+"""`tile-assign-layouts`: give every tile value a layout encoding (blocked, mma or wgmma).
 
 Our own pass (upstream has no distributed-layout notion). First version: all
 tiles of one shape in a function share one blocked layout, chosen from that
 shape, `num_warps` and the widest element type that memory ops of that shape
 move (16 bytes per thread along the fastest dim, lanes next, warps on the
-slowest dims); tiles shaped like a `dot` accumulator take `#tile.mma`. Elementwise chains, masks and offsets therefore agree with the
+slowest dims); tiles shaped like a `dot` accumulator take `#tile.mma`, or with
+`wgmma=1` (the sm_90a pipeline sets it) `#tile.wgmma` where the tile is whole
+64-row warpgroup instructions and its operands fit swizzled shared panels.
+Elementwise chains, masks and offsets therefore agree with the
 loads and stores they feed. Where an op's operand still disagrees with the
 layout of its result, a `tile.convert_layout` is inserted.
 

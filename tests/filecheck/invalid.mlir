@@ -210,6 +210,22 @@ func.func @convert_layout_shape(%t: tensor<64xf32, #tile.blocked<[4], [32], [4],
 
 // -----
 
+func.func @dot_wait_type(%acc: tensor<128x128xf32, #tile.wgmma<[2, 1]>>) -> tensor<128x128xf32> {
+  // expected-error @below {{dot_wait returns its accumulator's type}}
+  %r = "tile.dot_wait"(%acc) {pending = 0 : i32} : (tensor<128x128xf32, #tile.wgmma<[2, 1]>>) -> tensor<128x128xf32>
+  return %r : tensor<128x128xf32>
+}
+
+// -----
+
+func.func @dot_wait_pending(%acc: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @below {{pending must be >= 0}}
+  %r = "tile.dot_wait"(%acc) {pending = -1 : i32} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+
+// -----
+
 // Every bad op of a function is reported, not only the first.
 func.func @two_errors() -> (tensor<3xi32>, tensor<5xi32>) {
   // expected-error @below {{arange length 3}}
