@@ -168,3 +168,32 @@ func.func @wgmma(%out: memref<?xf32, strided<[?], offset: ?>>) attributes {tile.
   "tile.store"(%out, %offs, %d, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64x64xi32, #tile.wgmma<[1, 1]>>, !w, tensor<64x64xi1, #tile.wgmma<[1, 1]>>) -> ()
   return
 }
+
+// -----
+
+// Operands held in registers (no ring) are staged for wgmma: a barrier (earlier
+// readers are done), 8-byte stores into the swizzled scratch tiles, then the
+// async-proxy fence and a barrier before the wgmma reads them.
+
+// CHECK-LABEL: gpu.func @wgmma_staged
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: vector.store %{{.*}}, %[[VIEW:.*]][%{{.*}}] {alignment = 8 : i64} : memref<2048xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+!w = tensor<64x64xf32, #tile.wgmma<[1, 1]>>
+func.func @wgmma_staged(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf16) attributes {tile.kernel} {
+  %a = "tile.splat"(%x) : (bf16) -> tensor<64x16xbf16>
+  %b = "tile.splat"(%x) : (bf16) -> tensor<16x64xbf16>
+  %zf = arith.constant 0.0 : f32
+  %acc = "tile.splat"(%zf) : (f32) -> !w
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<64x16xbf16>, tensor<16x64xbf16>, !w) -> !w
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %offs = "tile.splat"(%c0) : (i32) -> tensor<64x64xi32, #tile.wgmma<[1, 1]>>
+  %m = "tile.splat"(%true) : (i1) -> tensor<64x64xi1, #tile.wgmma<[1, 1]>>
+  "tile.store"(%out, %offs, %d, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64x64xi32, #tile.wgmma<[1, 1]>>, !w, tensor<64x64xi1, #tile.wgmma<[1, 1]>>) -> ()
+  return
+}
