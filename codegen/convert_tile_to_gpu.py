@@ -38,6 +38,7 @@ from ..dialects.layout import Blocked, Mma, Wgmma, encoding_of
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
+from ..passes.tile_fuse import through_groups
 from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
@@ -58,14 +59,6 @@ _CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
 _REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
 
 
-def _through_groups(v):
-    """What a fusion group yields for its result v (v otherwise): recomputable values stay so across groups."""
-    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "scf.execute_region":
-        op = v.owner.operation
-        v = list(op.regions[0].blocks[0].operations)[-1].operands[list(op.results).index(v)]
-    return v
-
-
 class Translator:
     def __init__(self, fn, block, num_warps: int, divisibility: dict):
         self.map: dict = {}
@@ -77,6 +70,7 @@ class Translator:
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
         self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
+        self.async_tokens: list = []  # cp.async copies since the last commit (distributed_async_copy.py)
         dots = [o for o in all_ops(fn) if o.name == "tile.dot"]
         self.has_dot = bool(dots)
         # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.
@@ -177,7 +171,7 @@ class Translator:
 
     # ---- values at arbitrary coordinates ----------------------------------------------
     def rematerializable(self, v, depth=0) -> bool:
-        v = _through_groups(v)
+        v = through_groups(v)  # recomputable values stay so across fusion groups
         if depth > 12 or not isinstance(v.type, ir.RankedTensorType) or isinstance(v.owner, ir.Block):
             return False
         op = v.owner.operation
@@ -189,7 +183,7 @@ class Translator:
 
     def eval_at(self, v, coords: list, n: int):
         """The values of tile v at the given per-dim coordinate vectors (n registers)."""
-        v = _through_groups(v)
+        v = through_groups(v)  # recomputable values stay so across fusion groups
         t = ir.RankedTensorType(v.type)
         shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in _REMAT
         if not shape_op and not self.rematerializable(v):

@@ -37,8 +37,6 @@ from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, i32
 
-_SHARED = "#gpu.address_space<workgroup>"
-
 
 @dataclass
 class SharedTile:
@@ -119,13 +117,10 @@ def shared_buffer(self, elem, count: int, align: int = 1024):
     everything used so far; later scratch goes above it. 1024-byte aligned, the
     period of the 128-byte swizzle (the shared memory itself is aligned so,
     see `align-dynamic-shared`)."""
-    self.scratch(elem, 0)  # creates the dynamic shared memory value if needed
-    base = -(-max(self.scratch_bytes, self.scratch_base) // align) * align
-    nbytes = count * bits(elem) // 8
-    self.scratch_base = base + nbytes
-    self.scratch_bytes = max(self.scratch_bytes, self.scratch_base)
-    ty = ir.MemRefType.get([count], elem, memory_space=ir.Attribute.parse(_SHARED))
-    return memref.ViewOp(ty, self._scratch, const_index(base), []).result
+    self.scratch_base = max(self.scratch_bytes, self.scratch_base)
+    view = self.scratch(elem, count, align)
+    self.scratch_base = self.scratch_bytes  # the buffer's end
+    return view
 
 
 def op_tile_local_alloc(self, op):
@@ -150,13 +145,12 @@ def op_tile_async_copy(self, op):
     w = min(run_width(self, dist, offsets, mask, elem, _base_aligned(self, base)), tile.unit)
     rows, cols = (elements(c, n) for c in self.coords(dist))
     offs, masks = (elements(self.value(v), n) for v in (offsets, mask))
-    tokens = self.__dict__.setdefault("async_tokens", [])
     zero = arith.ConstantOp(elem, 0.0).result
     for r in range(0, n, w):
         dst = to_index(tile.offset(rows[r], cols[r]))
         if w * bits(elem) >= 32:  # cp.async moves 4, 8 or 16 bytes
             size = arith.select(masks[r], const_index(w), const_index(0))
-            tokens.append(nvgpu.DeviceAsyncCopyOp(tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(
+            self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(
                 ir.IndexType.get(), w), srcElements=size, bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result)
             continue
         v = if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda: zero)
@@ -164,9 +158,8 @@ def op_tile_async_copy(self, op):
 
 
 def op_tile_async_commit(self, op):
-    tokens = self.__dict__.setdefault("async_tokens", [])
-    if tokens:
-        nvgpu.DeviceAsyncCreateGroupOp(tokens)
+    if self.async_tokens:
+        nvgpu.DeviceAsyncCreateGroupOp(self.async_tokens)
     else:
         nvvm.CpAsyncCommitGroupOp()
     self.async_tokens = []

@@ -102,18 +102,17 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
         for j in range(reps_n * 4):
             s = llvm.InsertValueOp(s, regs[cd.register(rm, 0, 0) + j], [j]).result
         accs.append(s)
-    kind = str(elem)
-    attr = ir.Attribute.parse
+    # shape, A/B/D types, D/A/B scales, A layout (row: K-major), B layout (row: N-major)
+    attrs = [ir.Attribute.parse(a) for a in (
+        f"#nvvm.shape<m = 64, n = {tn}, k = 16>", f"#nvvm.wgmma_type<{elem}>", f"#nvvm.wgmma_type<{elem}>",
+        "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
+        "#nvvm.wgmma_scale_in<one>", "#nvvm.mma_layout<row>", "#nvvm.mma_layout<row>")]
     nvvm.WgmmaFenceAlignedOp()
     for ks in range(ta.cols // 16):
         b = _at(desc_b, tb, ks * 16, col_b)
         for rm in range(reps_m):
             a = _at(desc_a, ta, rm * 64, (None, ks * 16))
-            accs[rm] = nvvm.WgmmaMmaAsyncOp(
-                struct, accs[rm], a, b, attr(f"#nvvm.shape<m = 64, n = {tn}, k = 16>"),
-                attr(f"#nvvm.wgmma_type<{kind}>"), attr(f"#nvvm.wgmma_type<{kind}>"), attr("#nvvm.wgmma_type<f32>"),
-                attr("#nvvm.wgmma_scale_out<one>"), attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.wgmma_scale_in<one>"),
-                attr("#nvvm.mma_layout<row>"), attr("#nvvm.mma_layout<row>")).result
+            accs[rm] = nvvm.WgmmaMmaAsyncOp(struct, accs[rm], a, b, *attrs).result
     nvvm.WgmmaGroupSyncAlignedOp()
     in_flight = ir.IntegerAttr(op.attributes["in_flight"]).value if "in_flight" in op.attributes else 0
     nvvm.WgmmaWaitGroupSyncOp(in_flight)

@@ -43,6 +43,15 @@ def fusible(op) -> bool:
     return name in FUSIBLE_TILE_OPS or (name.split(".")[0] in ("arith", "math") and not op.regions)
 
 
+def through_groups(v):
+    """The value a fusion group yields for its result v (v itself otherwise): what later
+    passes look through to see how a grouped value was made."""
+    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "scf.execute_region":
+        op = v.owner.operation
+        v = list(op.regions[0].blocks[0].operations)[-1].operands[list(op.results).index(v)]
+    return v
+
+
 def _is_tile(v) -> bool:
     return isinstance(v.type, ir.RankedTensorType)
 

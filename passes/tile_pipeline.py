@@ -62,21 +62,14 @@ from ..dialects import tile_ops
 from ..dialects.layout import Wgmma, encoding_of
 from ..dialects.op_definition import create
 from .registry import register_pass
+from .tile_fuse import through_groups
 from .walk import all_ops
 
 _DOT_OPERANDS = (0, 1)
 
 
-def _through_groups(v):
-    """The value a fusion group yields for its result v (v itself otherwise)."""
-    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "scf.execute_region":
-        op = v.owner.operation
-        v = list(op.regions[0].blocks[0].operations)[-1].operands[list(op.results).index(v)]
-    return v
-
-
 def _is_zero(v) -> bool:
-    v = _through_groups(v)
+    v = through_groups(v)
     if isinstance(v.owner, ir.Block):
         return False
     op = v.owner.operation
@@ -192,7 +185,7 @@ class TilePipeline:
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
         rings = []
-        # Prologue: rings and the first S - 1 iterations' copies, before the loop.
+        # Prologue: rings and the first `ahead` iterations' copies, before the loop.
         with ir.InsertionPoint(loop), loop.location:
             for load, _ in found:
                 t = ir.RankedTensorType(load.results[0].type)
