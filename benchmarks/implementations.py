@@ -47,10 +47,10 @@ def tile_config(kernel: str, shape, num_warps: int | None = None) -> dict:
         n_k = shape[2] * PATCH["pt"] * PATCH["ph"] * PATCH["pw"]
         cfg = {"BLOCK": next_pow2(n_k), "num_warps": 4}
     elif kernel in MATMUL_KERNELS:
-        # shape = (M, N, K). The best of the 16 configs benchmarks/matmul_sweep.py timed on the
-        # H200 (2026-12-03 13:55 UTC, results/2026-12-03-1355-matmul): a 128x256 f32 accumulator
-        # over 2 warpgroups (wgmma, 64x256 each), operands through 4-stage cp.async rings.
-        cfg = {"BM": 128, "BN": 256, "BK": 32, "GROUP": 8, "num_warps": 8, "num_stages": 4,
+        # shape = (M, N, K). The best config benchmarks/matmul_sweep.py timed on the H200 after
+        # TMA (2026-12-03 15:41 UTC, results/2026-12-03-1541-matmul-tma): a 128x256 f32
+        # accumulator over 2 warpgroups (wgmma, 64x256 each), operands through 4-stage TMA rings.
+        cfg = {"BM": 128, "BN": 256, "BK": 64, "GROUP": 8, "num_warps": 8, "num_stages": 4,
                "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none"}
         if cfg["BM"] * cfg["BN"] // (32 * cfg["num_warps"]) > 256:
             raise ValueError(f"{kernel} {shape}: a {cfg['BM']}x{cfg['BN']} accumulator is too large for "

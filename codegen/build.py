@@ -49,6 +49,27 @@ def expected_abi(signature) -> list[dict]:
     return abi
 
 
+def tma_abi(tile_opt_stage: str, signature, ctx) -> list[dict]:
+    """The tensor-map pointers `tile-pipeline` appended to the kernel's arguments (its
+    `tile.tma` attribute), one ABI entry each: which tensor, the arguments or constants
+    that give its bounds and row stride ("arg:N" / "const:V"), the box and swizzle."""
+    if "tile.tma" not in tile_opt_stage:
+        return []
+    tensors = [d for _, kind, d in (s for s in signature if s[1] != "constexpr")]
+    out = []
+    with ctx, ir.Location.unknown():
+        fn = next(op for op in ir.Module.parse(tile_opt_stage).body.operations if "tile.tma" in op.attributes)
+        for e in ir.ArrayAttr(fn.attributes["tile.tma"]):
+            e = ir.DictAttr(e)
+            ref = lambda k: (lambda kind, v: [kind, int(v)])(*ir.StringAttr(e[k]).value.split(":"))  # noqa: E731
+            dt = tensors[ir.IntegerAttr(e["tensor"]).value][0]
+            out.append({"arg": ir.IntegerAttr(e["tensor"]).value, "part": "tma", "type": "ptr", "dtype": dt.mlir,
+                        "elem_bytes": max(1, dt.bits // 8), "rows": ref("rows"), "cols": ref("cols"),
+                        "stride": ref("stride"), "box": [ir.IntegerAttr(b).value for b in ir.ArrayAttr(e["box"])],
+                        "swizzle": ir.IntegerAttr(e["swizzle"]).value})
+    return out
+
+
 def compiled_param_types(llvm_dialect_text: str, name: str) -> list[str]:
     m = re.search(r"llvm\.func @" + re.escape(name) + r"\((.*?)\)\s*(->|attributes|\{)", llvm_dialect_text)
     if m is None:
@@ -87,7 +108,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         if target != "cpu" and not _tensor_core_dots(module):
             options = {**options, "codegen": "linalg"}  # f32 dots have no tensor-core path yet
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
-    abi = expected_abi(signature)
+    abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
     have = compiled_param_types(final, kernel.name)
     want = [a["type"] for a in abi] + (["i32"] * 3 if target == "cpu" else [])

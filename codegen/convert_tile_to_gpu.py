@@ -350,6 +350,7 @@ class Translator:
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
     from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_load, op_tile_async_copy,  # noqa: E402
                                          op_tile_async_commit, op_tile_async_wait)
+    from .distributed_tma import op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait  # noqa: E402
 
 
 def _divisibility(fn, specialization: dict) -> dict:

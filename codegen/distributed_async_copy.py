@@ -33,6 +33,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, nvgpu, nvvm
 
 from ..dialects.layout import element_bits as bits
+from ..dialects.layout import shared_panel
 from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, i32
@@ -62,18 +63,16 @@ class SharedTile:
     @property
     def panel(self) -> int:
         """Columns per panel."""
-        p = 8 * self.unit
-        return p if self.cols > p and self.cols % p == 0 else self.cols
-
-    @property
-    def swizzled(self) -> bool:
-        units = self.panel // self.unit
-        return self.panel % self.unit == 0 and units >= 2 and units & (units - 1) == 0
+        return shared_panel(self.cols, bits(self.elem))[0]
 
     @property
     def swizzle_bytes(self) -> int:
         """The hardware swizzle of the panels: 128, 64 or 32 bytes (0: none)."""
-        return self.panel * bits(self.elem) // 8 if self.swizzled else 0
+        return shared_panel(self.cols, bits(self.elem))[1]
+
+    @property
+    def swizzled(self) -> bool:
+        return self.swizzle_bytes > 0
 
     @property
     def phases(self) -> tuple[int, int]:
@@ -107,6 +106,11 @@ class Ring:
     rows: int
     cols: int
     elem: ir.Type
+    byte_base: int = 0  # where `buf` starts in the dynamic shared memory
+
+    @property
+    def slot_bytes(self) -> int:
+        return self.rows * self.cols * bits(self.elem) // 8
 
     def slot(self, s) -> SharedTile:
         return SharedTile(self.buf, arith.muli(s, i32(self.rows * self.cols)), self.rows, self.cols, self.elem)
@@ -127,7 +131,9 @@ def op_tile_local_alloc(self, op):
     t = ir.MemRefType(op.results[0].type)
     stages, rows, cols = t.shape
     buf = shared_buffer(self, t.element_type, stages * rows * cols)
-    self.map[op.results[0]] = Ring(buf, stages, rows, cols, t.element_type)
+    ring = Ring(buf, stages, rows, cols, t.element_type)
+    ring.byte_base = self.scratch_base - stages * ring.slot_bytes  # shared_buffer left scratch_base at its end
+    self.map[op.results[0]] = ring
 
 
 def op_tile_local_load(self, op):

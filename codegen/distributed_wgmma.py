@@ -19,7 +19,7 @@ leading offset apart (`SharedTile` stores panels one after the other).
 
     wgmma.fence                      ; the accumulator registers are ready
     wgmma.mma_async (per K step, per 64 rows) ...
-    wgmma.commit_group ; wgmma.wait_group in_flight   ; 0, or 1 (see tile-pipeline)
+    wgmma.commit_group ; wgmma.wait_group 0   ; no wait if `in_flight`: a `tile.dot_wait` waits
 
 Upstream's `nvgpu.warpgroup.mma` wants its operands as memrefs with TMA
 descriptor types and its accumulator as one opaque value; here operands live in
@@ -114,8 +114,8 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
             a = _at(desc_a, ta, rm * 64, (None, ks * 16))
             accs[rm] = nvvm.WgmmaMmaAsyncOp(struct, accs[rm], a, b, *attrs).result
     nvvm.WgmmaGroupSyncAlignedOp()
-    in_flight = ir.IntegerAttr(op.attributes["in_flight"]).value if "in_flight" in op.attributes else 0
-    nvvm.WgmmaWaitGroupSyncOp(in_flight)
+    if "in_flight" not in op.attributes:  # else a later `tile.dot_wait` (see tile-pipeline)
+        nvvm.WgmmaWaitGroupSyncOp(0)
     out = list(regs)
     for rm in range(reps_m):
         for j in range(reps_n * 4):

@@ -1,7 +1,7 @@
 """Loads the `tile` dialect (ops and layout attribute) into an MLIR context.
 
-The IRDL text is generated from the op definitions in `tile_ops.py` and the
-attribute in `layout.py`; `tile-opt --print-dialect` shows it.
+The IRDL text is generated from the op definitions in `tile_ops.py` and
+`pipeline_ops.py` and the attribute in `layout.py`; `tile-opt --print-dialect` shows it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import irdl
 
-from . import tile_ops  # noqa: F401  (registers the op definitions)
+from . import pipeline_ops, tile_ops  # noqa: F401  (register the op definitions)
 from .layout import ATTRIBUTE_IRDL
 from .op_definition import REGISTRY
 

@@ -35,17 +35,22 @@ peeling the loop, keeps one copy of the body (as Triton does); a false mask
 makes `cp.async` read nothing.
 
 A dot whose accumulator is in the `#tile.wgmma` layout may keep running while
-the next iteration starts (`in_flight = 1`: it waits only for the previous
-one) when nothing but the next dot reads its result. Its slots are then still
-being read during the next iteration, so the copies run one iteration less
-ahead (S - 2: iteration i + S - 2 goes into the slot of iteration i - 2, which
-every warpgroup has finished), and after the loop a `tile.dot_wait` waits for
-the last dot before its result is read:
+the next iteration starts (`in_flight`: its lowering commits the wgmma group
+but does not wait for it) when nothing but the next dot reads its result. The
+copies of the next stage are then issued after the dot, while the tensor cores
+work, and a `tile.dot_wait {pending = D}` (D = the loop's in-flight dots) ends
+the body: the dots of iteration i - 1 are then done in this warpgroup, and after
+the next wait's barrier in every warpgroup. So the copies run one iteration
+less ahead (S - 2: iteration i + S - 2 goes into the slot of iteration i - 2),
+and after the loop a `tile.dot_wait {pending = 0}` waits for the last dots
+before their results are read:
 
     scf.for ... {
       tile.async_wait {pending = S-3}
-      ... copies of iteration i + S - 2 into slot (i + S - 2) % S ...
       %acc2 = tile.dot %a, %b, %acc {in_flight = 1}
+      ... copies of iteration i + S - 2 into slot (i + S - 2) % S ...
+      %acc3 = tile.dot_wait %acc2 {pending = 1}
+      scf.yield %acc3
     }
     %r = tile.dot_wait %loop_result {pending = 0}
     tile.async_wait {pending = 0}
@@ -53,14 +58,16 @@ the last dot before its result is read:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, gpu
 
-from ..dialects import tile_ops
-from ..dialects.layout import Wgmma, encoding_of
+from ..dialects import pipeline_ops
+from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
 from ..dialects.op_definition import create
+from .block_access import match_block
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .walk import all_ops
@@ -139,6 +146,10 @@ def _clone_slice(ops, mapping, ip):
             mapping[a] = b
 
 
+def _position(block, op) -> int:
+    return next(n for n, o in enumerate(block.operations) if o.operation == op)
+
+
 def _i32(v: int, ty):
     return arith.ConstantOp(ty, v).result
 
@@ -147,6 +158,7 @@ def _i32(v: int, ty):
 @dataclass
 class TilePipeline:
     num_stages: int = 2
+    tma: bool = False  # sm_90a: copy whole blocks with TMA, completing on mbarriers
 
     def run(self, module_op):
         if self.num_stages < 2:
@@ -185,37 +197,59 @@ class TilePipeline:
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
         rings = []
+        blocks = self.tma_blocks(found) if self.tma else None
         # Prologue: rings and the first `ahead` iterations' copies, before the loop.
         with ir.InsertionPoint(loop), loop.location:
             for load, _ in found:
                 t = ir.RankedTensorType(load.results[0].type)
-                rings.append(tile_ops.local_alloc(S, list(t.shape), t.element_type))
+                rings.append(pipeline_ops.local_alloc(S, list(t.shape), t.element_type))
+            if blocks:
+                bars = pipeline_ops.mbarrier_alloc(S, len(found))
+                descs = [self.descriptor(load) for load, _ in found]
+                issue = functools.partial(self.issue_tma, found, blocks, rings, bars, descs)
+            else:
+                issue = functools.partial(self.issue, found, rings)
             for s in range(ahead):
                 it = arith.addi(lb, arith.muli(step, _i32(s, ity))) if s else lb
-                self.issue(found, rings, _i32(s, ity), it, ub, ir.InsertionPoint(loop))
+                issue(_i32(s, ity), it, ub, ir.InsertionPoint(loop))
         # Steady state: at the top of the body, wait for this iteration's group, read the
         # slots, and start iteration i + ahead in its slot (free: the dots that read it
         # finished before every thread passed the wait's barrier).
         first = body.operations[0]
         top = ir.InsertionPoint(first)
         with top, loop.location:
-            tile_ops.async_wait(ahead - 1)
+            if not blocks:
+                pipeline_ops.async_wait(ahead - 1)
             i = arith.divsi(arith.subi(iv, lb), step)
             read = arith.remsi(i, _i32(S, ity))
+            if blocks:  # the slot's copies have landed; then every thread is past the slot's old readers
+                pipeline_ops.mbarrier_wait(bars, read, arith.andi(arith.divsi(i, _i32(S, ity)), _i32(1, ity)))
+                gpu.BarrierOp()
             write = arith.remsi(arith.addi(i, _i32(ahead, ity)), _i32(S, ity))
             for (load, _), ring in zip(found, rings):
-                got = tile_ops.local_load(ring, read, load.results[0].type)
+                got = pipeline_ops.local_load(ring, read, load.results[0].type)
                 load.results[0].replace_all_uses_with(got)
             nxt = arith.addi(iv, arith.muli(step, _i32(ahead, ity)))
-            self.issue(found, rings, write, nxt, ub, top)
+        if async_dots:
+            # After the last dot, so that its wgmma runs while the copies are issued.
+            last = max((d for d, _ in async_dots), key=lambda d: _position(body, d))
+            after = ir.InsertionPoint(body.operations[_position(body, last) + 1])
+            issue(write, nxt, ub, after)
+            with after, loop.location:
+                for dot, _ in async_dots:
+                    dot.attributes["in_flight"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
+                    waited = pipeline_ops.dot_wait(dot.results[0], len(async_dots))
+                    dot.results[0].replace_all_uses_except(waited, waited.owner.operation)
+        else:
+            issue(write, nxt, ub, top)
         # Epilogue: wait for the last dots, drain the copies still in flight (they copy nothing).
         with ir.InsertionPoint.after(loop.operation), loop.location:
             for dot, n in async_dots:
-                dot.attributes["in_flight"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
                 result = loop.results[n]
-                done = tile_ops.dot_wait(result, 0)
+                done = pipeline_ops.dot_wait(result, 0)
                 result.replace_all_uses_except(done, done.owner.operation)
-            tile_ops.async_wait(0)
+            if not blocks:  # (a TMA copy is issued only for an iteration that runs, and waited for)
+                pipeline_ops.async_wait(0)
         for load, ops in found:
             load.erase()
         for load, ops in found:
@@ -255,5 +289,91 @@ class TilePipeline:
                 base, offsets, mask, _ = load.operands
                 m = mapping.get(mask, mask)
                 m = arith.andi(m, create("splat", [m.type], [live]).result)
-                tile_ops.async_copy(ring, slot, base, mapping.get(offsets, offsets), m)
-            tile_ops.async_commit()
+                pipeline_ops.async_copy(ring, slot, base, mapping.get(offsets, offsets), m)
+            pipeline_ops.async_commit()
+
+    # ---- TMA copies (sm_90a) ------------------------------------------------------
+    def tma_blocks(self, found) -> list | None:
+        """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
+        kernel tensor, bounds and row stride that are kernel arguments or constants, and a
+        slot of at most 256 rows in swizzled panels."""
+        blocks = []
+        for load, _ in found:
+            t = ir.RankedTensorType(load.results[0].type)
+            b = match_block(load)
+            if (b is None or t.shape[0] > 256 or shared_panel(t.shape[1], element_bits(t.element_type))[1] == 0
+                    or _kernel_argument(load.operands[0]) is None
+                    or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
+                return None
+            blocks.append(b)
+        return blocks
+
+    def descriptor(self, load) -> ir.Value:
+        """A new kernel argument: the pointer to the tensor map of `load`'s tensor, which the
+        host encodes from the arguments the function's `tile.tma` entry names."""
+        fn = load.parent
+        while fn.operation.name != "func.func":
+            fn = fn.parent
+        b = match_block(load)
+        t = ir.RankedTensorType(load.results[0].type)
+        panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
+        ptr = ir.Type.parse("!llvm.ptr")
+        arg = fn.regions[0].blocks[0].add_argument(ptr, fn.location)
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, ptr], ftype.results))
+        i64 = ir.IntegerType.get_signless(64)
+        entry = ir.DictAttr.get({
+            "tensor": ir.IntegerAttr.get(i64, _kernel_argument(load.operands[0])),
+            **{k: ir.StringAttr.get(_reference(v)) for k, v in (("rows", b.rows), ("cols", b.cols), ("stride", b.stride))},
+            "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (t.shape[0], panel)]),
+            "swizzle": ir.IntegerAttr.get(i64, swizzle)})
+        old = list(ir.ArrayAttr(fn.attributes["tile.tma"])) if "tile.tma" in fn.attributes else []
+        fn.attributes["tile.tma"] = ir.ArrayAttr.get(old + [entry])
+        return arg
+
+    def issue_tma(self, found, blocks, rings, bars, descs, slot, it, ub, ip):
+        """The TMA copies of iteration `it` into `slot`: one `tile.tma_load` per load, at the
+        block's start evaluated at `it` (a bound of 0 or less moves it out of bounds: zeros)."""
+        loop = found[0][0].parent
+        body = loop.regions[0].blocks[0]
+        starts = [x for b in blocks for x, _ in (b.row, b.col) if x is not None]
+        mapping = {body.arguments[0]: it}
+        _clone_slice(_slice(starts, body, loop, body.arguments[0]) or [], mapping, ip)
+        with ip:
+            live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
+            for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
+                t = ir.RankedTensorType(load.results[0].type)
+                row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))
+                panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
+                pipeline_ops.tma_load(ring, slot, bars, desc, row, col, live, [t.shape[0], panel], swizzle)
+
+
+def _kernel_argument(v) -> int | None:
+    """The argument number of v if it is an argument of the kernel function."""
+    if isinstance(v.owner, ir.Block) and v.owner.owner is not None and v.owner.owner.operation.name == "func.func":
+        return v.arg_number
+    return None
+
+
+def _reference(v) -> str | None:
+    """How the host finds a scalar's value: "arg:N" (kernel argument N) or "const:V"."""
+    n = _kernel_argument(v)
+    if n is not None:
+        return f"arg:{n}"
+    if not isinstance(v.owner, ir.Block) and v.owner.operation.name == "arith.constant":
+        return f"const:{ir.IntegerAttr(v.owner.attributes['value']).value}"
+    return None
+
+
+def _coordinate(start, bound, mapping):
+    """start = (value or None, constant) at the issued iteration, as an i32; pushed far out of
+    bounds when `bound` (not a positive constant) is 0 or less, since a tensor map's dims are >= 1."""
+    i32 = ir.IntegerType.get_signless(32)
+    value, const = start
+    c = arith.ConstantOp(i32, const).result
+    v = c if value is None else arith.addi(mapping.get(value, value), c) if const else mapping.get(value, value)
+    ref = _reference(bound)
+    if ref is not None and ref.startswith("const:") and int(ref[6:]) > 0:
+        return v
+    positive = arith.cmpi(arith.CmpIPredicate.sgt, bound, arith.ConstantOp(i32, 0).result)
+    return arith.select(positive, v, arith.ConstantOp(i32, 1 << 30).result)

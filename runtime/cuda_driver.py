@@ -32,6 +32,10 @@ _SIGNATURES = {
     "cuCtxSynchronize": (),
     "cuGetErrorName": (c_int, POINTER(c_char_p)),
     "cuGetErrorString": (c_int, POINTER(c_char_p)),
+    # tensorMap, dataType, rank, globalAddress, globalDim, globalStrides, boxDim, elementStrides,
+    # interleave, swizzle, l2Promotion, oobFill
+    "cuTensorMapEncodeTiled": (c_void_p, c_int, c_uint, c_void_p, POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64),
+                               POINTER(c_uint), POINTER(c_uint), c_int, c_int, c_int, c_int),
 }
 
 _lib = None  # the loaded CDLL; None until first use
@@ -171,6 +175,28 @@ class Function:
         """Launch with a prebuilt `void*[]` of parameter addresses (see `parameter_array`)."""
         check(_load().cuLaunchKernel(self.handle, *grid, *block, shared_mem, stream, argv, None),
               "cuLaunchKernel")
+
+
+# CUtensorMapDataType, by element type; CUtensorMapSwizzle, by swizzle bytes.
+TENSOR_MAP_TYPES = {"u8": 0, "i8": 0, "f8E4M3FN": 0, "f8E5M2": 0, "f16": 6, "f32": 7, "bf16": 9}
+TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+_L2_PROMOTION_128B = 2
+
+
+def encode_tensor_map(dtype: str, address: int, dims: list[int], strides: list[int], box: list[int],
+                      swizzle: int) -> bytes:
+    """The 128-byte CUtensorMap of a tiled TMA copy (cuTensorMapEncodeTiled): `dims`
+    innermost first, `strides` in bytes of each dim after the first, `box` the block one
+    copy moves; out-of-bounds elements read as zeros."""
+    lib = _init()
+    rank = len(dims)
+    buf = ctypes.create_string_buffer(128 + 64)
+    aligned = (ctypes.addressof(buf) + 63) // 64 * 64  # the driver wants the map 64-byte aligned
+    check(lib.cuTensorMapEncodeTiled(
+        c_void_p(aligned), TENSOR_MAP_TYPES[dtype], rank, c_void_p(address), (ctypes.c_uint64 * rank)(*dims),
+        (ctypes.c_uint64 * max(1, rank - 1))(*strides), (c_uint * rank)(*box), (c_uint * rank)(*([1] * rank)),
+        0, TENSOR_MAP_SWIZZLE[swizzle], _L2_PROMOTION_128B, 0), "cuTensorMapEncodeTiled")
+    return ctypes.string_at(aligned, 128)
 
 
 def bare(name: str):

@@ -3,7 +3,8 @@
 The kernel parameters are built from the ABI recorded at compile time (read
 back from the compiled function's signature): for each tensor its pointer
 (twice: allocated and aligned), offset 0, sizes and strides in elements; for
-each scalar its value. Imports only the standard library and the driver shim.
+each scalar its value; for each TMA copy a pointer to its tensor map
+(`tensor_maps.py`). Imports only the standard library and the driver shim.
 
 Two ways in: `__call__(grid, values, names)`, general, and `fast_launch(kinds)`,
 a function generated once per specialization (the way Triton generates its
@@ -22,6 +23,7 @@ from collections import Counter
 from ..frontend.errors import DeviceUnavailableError
 from . import cuda_driver
 from .arguments import CTYPES, check_values
+from .tensor_maps import TensorMap
 
 
 class CudaLauncher:
@@ -36,9 +38,10 @@ class CudaLauncher:
         # once: a launch only writes values into the slots (launches from one thread at a time).
         self._slots = [ctypes.c_void_p() if ty == "ptr" else CTYPES[ty]() for _, _, _, ty in self.abi]
         self._argv = cuda_driver.parameter_array(self._slots)
+        self._maps = {j: TensorMap(a, self.arg_names) for j, a in enumerate(metadata["abi"]) if a["part"] == "tma"}
         self._plan = {}
-        for slot, (arg, part, dim, _) in zip(self._slots, self.abi):
-            self._plan.setdefault(arg, []).append((slot, part, dim))
+        for j, (slot, (arg, part, dim, _)) in enumerate(zip(self._slots, self.abi)):
+            self._plan.setdefault(arg, []).append((slot, part, self._maps[j] if part == "tma" else dim))
         self._plan = list(self._plan.items())
         self._fast: dict = {}
 
@@ -66,6 +69,9 @@ class CudaLauncher:
             if hasattr(v, "data_ptr"):
                 ptr, shape, strides = v.data_ptr(), v.shape, v.stride()
                 for slot, part, dim in slots:
+                    if part == "tma":
+                        slot.value = dim(ptr, *dim.sizes(values))
+                        continue
                     slot.value = ptr if part == "ptr" else 0 if part == "offset" else shape[dim] if part == "size" else strides[dim]
             else:
                 slots[0][0].value = v
@@ -101,15 +107,21 @@ class CudaLauncher:
         params = ["_gx", "_gy", "_gz"]
         for i, k in enumerate(kinds):
             params += [f"a{i}", f"a{i}p"] if k == "t" else [f"a{i}"]
-        body, slots, shapes = [], [], set()
+        body, slots, shapes, maps = [], [], set(), []
         for j, (slot, (arg, part, dim, _)) in enumerate(zip(self._slots, self.abi)):
             if part == "offset" or (read is not None and j not in read):
                 continue  # offsets stay 0 (the slots start zeroed); unread parameters need no value
             if part in ("size", "stride") and (arg, part) not in shapes:
                 shapes.add((arg, part))
                 body.append(f"a{arg}{part[:2]} = a{arg}.{'shape' if part == 'size' else 'stride()'}")
-            value = {"ptr": f"a{arg}p", "value": f"a{arg}", "size": f"a{arg}si[{dim}]", "stride": f"a{arg}st[{dim}]"}[part]
-            body.append(f"_s{j}.value = {value}")
+            if part == "tma":
+                m = self._maps[j]
+                sizes = ", ".join(f"a{v}" if kind == "arg" else str(v) for kind, v in m.refs)
+                body.append(f"_s{j}.value = _tma{j}(a{arg}p, {sizes})")
+                maps.append(j)
+            else:
+                value = {"ptr": f"a{arg}p", "value": f"a{arg}", "size": f"a{arg}si[{dim}]", "stride": f"a{arg}st[{dim}]"}[part]
+                body.append(f"_s{j}.value = {value}")
             slots.append(j)
         bx, by, bz = self.block
         body += [
@@ -122,7 +134,7 @@ class CudaLauncher:
             "    _check(_r, 'cuLaunchKernel')",
         ]
         cells = ["_launch", "_h", "_argv", "_get_stream", "_get_device", "_streams", "_stream_arg", "_check"]
-        cells += [f"_s{j}" for j in slots]
+        cells += [f"_s{j}" for j in slots] + [f"_tma{j}" for j in maps]
         src = (f"def _make({', '.join(cells)}):\n"
                f"    def launch_{self.name}({', '.join(params)}):\n"
                + "".join(f"        {line}\n" for line in body)
@@ -134,7 +146,7 @@ class CudaLauncher:
         get_stream, get_device = _stream_getters()
         launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), ctypes.c_void_p(fn.handle), self._argv,
                                     get_stream, get_device, _streams, _stream_arg, cuda_driver.check,
-                                    *[self._slots[j] for j in slots])
+                                    *[self._slots[j] for j in slots], *[self._maps[j] for j in maps])
         launch.source = src
         return launch
 

@@ -50,6 +50,9 @@ class FakeDriver:
             return lambda *args: self._record("argtypes", *args)
         raise AttributeError(name)
 
+    def cuFuncSetAttribute(self, function, attribute, value):  # a kernel of more than 48 KiB shared memory
+        return 0
+
     def cuGetErrorName(self, result, out):
         out.value = b"CUDA_ERROR_INVALID_VALUE"
         return 0
@@ -254,3 +257,58 @@ def test_driver_error_names_the_call(driver, monkeypatch):
     monkeypatch.setattr(driver, "_record", lambda *args: 1)  # CUDA_ERROR_INVALID_VALUE
     with pytest.raises(cuda_driver.CudaError, match=r"cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE \(invalid argument\)"):
         add[(1,)](x, y, out, 64, BLOCK=64)
+
+
+@pytest.mark.parametrize("path", ["fast", "general"])
+def test_tensor_map_parameters(driver, monkeypatch, path):
+    """An sm_90a matmul whose operands come by TMA takes one tensor-map pointer per operand:
+    each launch passes the pointer made for (address, rows, cols, row stride) from its own
+    arguments (a: M x K, stride s_am; b: K x N, stride s_bk), made once per distinct key."""
+    import matmul
+
+    from tile.runtime.tensor_maps import TensorMap
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90a")
+    made = []
+
+    def upload(self, address, rows, cols, stride):
+        made.append((self.entry["arg"], address, rows, cols, stride))
+        return None, 0x7000 + 0x100 * len(made)
+
+    monkeypatch.setattr(TensorMap, "_upload", upload)
+    cfg = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=4, ACTIVATION="gelu")
+    M, N, K = 256, 512, 320
+    a, b = torch.empty(M, K, dtype=torch.bfloat16), torch.empty(K, N, dtype=torch.bfloat16)
+    bias, out = torch.empty(N, dtype=torch.bfloat16), torch.empty(M, N, dtype=torch.bfloat16)
+    args = (a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride())
+    kernel = tile.kernel(matmul.matmul_kernel.fn)  # its own launchers, loaded by this test's fake driver
+    launch_it = kernel[(8,)] if path == "fast" else kernel._generic((8,))
+    for _ in range(2):
+        launch_it(*args, **cfg)
+    assert made == [(0, a.data_ptr(), M, K, K), (1, b.data_ptr(), K, N, N)]  # the second launch: no new map
+    first, second = driver.launches[-2:]
+    abi = first["launcher"].abi
+    tma = [j for j, (_, part, _, _) in enumerate(abi) if part == "tma"]
+    assert [first["params"][j] for j in tma] == [second["params"][j] for j in tma] == [0x7100, 0x7200]
+    assert tma == [len(abi) - 2, len(abi) - 1]
+
+
+def test_encode_tensor_map_arguments(monkeypatch):
+    """cuTensorMapEncodeTiled gets dims innermost first, the row stride in bytes, the box,
+    unit element strides and the swizzle's enum; the 128-byte map comes back."""
+    seen = {}
+
+    class Lib:
+        def cuTensorMapEncodeTiled(self, out, dtype, rank, address, dims, strides, box, estrides, interleave, swizzle,
+                                   l2, oob):
+            seen.update(dtype=dtype, rank=rank, address=address.value, dims=list(dims[:rank]), strides=[strides[0]],
+                        box=list(box[:rank]), estrides=list(estrides[:rank]), swizzle=swizzle, oob=oob)
+            assert out.value % 64 == 0
+            ctypes.memset(out.value, 7, 128)
+            return 0
+
+    monkeypatch.setattr(cuda_driver, "_init", lambda: Lib())
+    data = cuda_driver.encode_tensor_map("bf16", 0x10000, [320, 256], [640], [64, 128], 128)
+    assert data == bytes([7]) * 128
+    assert seen == dict(dtype=9, rank=2, address=0x10000, dims=[320, 256], strides=[640], box=[64, 128],
+                        estrides=[1, 1], swizzle=3, oob=0)

@@ -1,7 +1,7 @@
 """Compile-only checks of the tensor-core matmul (no GPU needed): the sm_80 and sm_90
 PTX of examples/matmul.py uses cp.async into shared rings (tile-pipeline), ldmatrix
-(.trans for the row-major B) and mma.sync; the sm_90a PTX uses wgmma on the same
-rings, and its SASS HGMMA; no spills."""
+(.trans for the row-major B) and mma.sync; the sm_90a PTX uses wgmma on rings that
+TMA fills (cp.async for a column-major B), and its SASS HGMMA; no spills."""
 
 import os
 import re
@@ -103,15 +103,26 @@ def test_benchmark_configs_do_not_spill(cfg, activation, monkeypatch):
     (dict(BM=128, BN=256, BK=32, num_warps=8, num_stages=4), (2, 1), 256),  # the benchmark's
 ])
 def test_wgmma_matmul(cfg, groups, n, monkeypatch):
-    """sm_90a: the dot is wgmma.mma_async from the cp.async rings (no ldmatrix, no mma.sync),
-    one m64nNk16 per 64 rows of a warpgroup's part and 16-wide step of K; the rings are
-    fenced for the async proxy; the shared memory starts on 1024 bytes; HGMMA in the SASS."""
+    """sm_90a: the dot is wgmma.mma_async from the TMA rings (no ldmatrix, no mma.sync), one
+    m64nNk16 per 64 rows of a warpgroup's part and 16-wide step of K; each operand tile comes
+    by cp.async.bulk.tensor, one per 128-byte panel, on an mbarrier, from a tensor map the ABI
+    describes; the shared memory starts on 1024 bytes; HGMMA in the SASS."""
     launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, **cfg)
     ptx = launcher.asm["ptx"]
     per_group_rows = cfg["BM"] // groups[0]
     assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16") == per_group_rows // 64 * cfg["BK"] // 16
-    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
-    assert "cp.async.cg.shared.global" in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx and "cp.async.cg" not in ptx
+    # A: BK bf16 per row, one panel (64-byte swizzle at BK=32); B: BN / 64 panels of 128 bytes.
+    panels_a, panels_b = 1, cfg["BN"] // 64
+    ahead = cfg["num_stages"] - 2  # copies in the prologue, then one iteration's in the loop
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes") == \
+        (ahead + 1) * (panels_a + panels_b)
+    assert ptx.count("mbarrier.init.shared.b64") == cfg["num_stages"] and "mbarrier.try_wait.parity.shared.b64" in ptx
+    tma = [e for e in launcher.metadata["abi"] if e["part"] == "tma"]
+    assert [(e["arg"], e["box"], e["swizzle"]) for e in tma] == [
+        (0, [cfg["BM"], cfg["BK"]], cfg["BK"] * 2), (1, [cfg["BK"], 64], 128)]
+    assert [(e["rows"], e["cols"], e["stride"]) for e in tma] == [  # a: M x K, row stride s_am; b: K x N, s_bk
+        (["arg", 4], ["arg", 6], ["arg", 7]), (["arg", 6], ["arg", 5], ["arg", 9])]
     assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0;" in " ".join(ptx.split())
     assert ".shared .align 1024 .b8 __dynamic_shmem__0" in ptx
     info = launcher.metadata["ptxas"]
@@ -119,3 +130,15 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
     _assert_no_loop_spills(launcher, "HGMMA")
     if groups[0] > 1:  # the warpgroup's A offset comes from a lane-0 broadcast (see distributed_wgmma.py)
         assert "shfl.sync.idx.b32" in ptx
+
+
+def test_wgmma_matmul_column_major_b(monkeypatch):
+    """A column-major B is no block of a row-major tensor: both operands stay on cp.async
+    rings, fenced for the async proxy before wgmma reads them, and no tensor map is passed."""
+    launcher = _build(monkeypatch, "sm_90a", b_col_major=True, M=4096, N=4096, K=4096,
+                      BM=128, BN=256, BK=32, num_warps=8, num_stages=4)
+    ptx = launcher.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert "cp.async.bulk.tensor" not in ptx and "mbarrier" not in ptx
+    assert not [e for e in launcher.metadata["abi"] if e["part"] == "tma"]
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx

@@ -197,3 +197,61 @@ func.func @wgmma_staged(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf16) 
   "tile.store"(%out, %offs, %d, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64x64xi32, #tile.wgmma<[1, 1]>>, !w, tensor<64x64xi1, #tile.wgmma<[1, 1]>>) -> ()
   return
 }
+
+// -----
+
+// A dot left in flight (`in_flight`, set by tile-pipeline) commits its wgmma
+// group without waiting; the `tile.dot_wait` after it waits, as inline PTX that
+// takes and gives back the accumulator registers (nothing reads them before it).
+
+// CHECK-LABEL: gpu.func @wgmma_in_flight
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: nvvm.wgmma.wait.group.sync.aligned
+// CHECK: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT: nvvm.wgmma.wait.group.sync.aligned
+// CHECK: gpu.return
+!w = tensor<64x64xf32, #tile.wgmma<[1, 1]>>
+func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf16) attributes {tile.kernel} {
+  %a = "tile.splat"(%x) : (bf16) -> tensor<64x16xbf16>
+  %b = "tile.splat"(%x) : (bf16) -> tensor<16x64xbf16>
+  %zf = arith.constant 0.0 : f32
+  %acc = "tile.splat"(%zf) : (f32) -> !w
+  %d = "tile.dot"(%a, %b, %acc) {in_flight = 1 : i32} : (tensor<64x16xbf16>, tensor<16x64xbf16>, !w) -> !w
+  %w = "tile.dot_wait"(%d) {pending = 0 : i32} : (!w) -> !w
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %offs = "tile.splat"(%c0) : (i32) -> tensor<64x64xi32, #tile.wgmma<[1, 1]>>
+  %m = "tile.splat"(%true) : (i1) -> tensor<64x64xi1, #tile.wgmma<[1, 1]>>
+  "tile.store"(%out, %offs, %w, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64x64xi32, #tile.wgmma<[1, 1]>>, !w, tensor<64x64xi1, #tile.wgmma<[1, 1]>>) -> ()
+  return
+}
+
+// -----
+
+// TMA (sm_90a): the mbarriers are an nvgpu group, each initialized by thread 0
+// (then a barrier); a copy announces the slot's bytes (8 KiB) and issues one
+// TMA per 128-byte panel (here 2 of 64 columns, the second 32 rows x 128 bytes
+// further) into a view of the ring's slot, both only in thread 0 and only if the
+// iteration runs; the wait spins on the slot's mbarrier at the given parity.
+
+// CHECK-LABEL: gpu.func @tma
+// CHECK-SAME: %[[DESC:[^:]*]]: !llvm.ptr
+// CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// CHECK-COUNT-2: nvgpu.mbarrier.init %[[BARS]][%{{.*}}], %{{.*}}, predicate = %{{.*}}
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[D:.*]] = builtin.unrealized_conversion_cast %[[DESC]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<32x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+// CHECK: %[[GO:.*]] = arith.andi
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[SLOT:.*]]], %c8192, predicate = %[[GO]]
+// CHECK: nvgpu.tma.async.load %[[D]][%[[COL:.*]], %[[ROW:.*]]], %[[BARS]][%[[SLOT]]] to %{{.*}}, predicate = %[[GO]]
+// CHECK: %[[COL2:.*]] = arith.addi %[[COL]], %c64
+// CHECK: nvgpu.tma.async.load %[[D]][%[[COL2]], %[[ROW]]], %[[BARS]][%[[SLOT]]] to %{{.*}}, predicate = %[[GO]]
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%{{.*}}], %{{.*}}, %{{.*}}
+!ring = memref<2x32x128xbf16, #gpu.address_space<workgroup>>
+!bars = memref<2xi64, #gpu.address_space<workgroup>>
+func.func @tma(%desc: !llvm.ptr, %row: i32, %col: i32, %live: i1, %slot: i32, %phase: i32) attributes {tile.kernel} {
+  %r = "tile.local_alloc"() : () -> !ring
+  %b = "tile.mbarrier_alloc"() {arrivals = 1 : i32} : () -> !bars
+  "tile.tma_load"(%r, %slot, %b, %desc, %row, %col, %live) {box = [32 : i32, 64 : i32], swizzle = 128 : i32} : (!ring, i32, !bars, !llvm.ptr, i32, i32, i1) -> ()
+  "tile.mbarrier_wait"(%b, %slot, %phase) : (!bars, i32, i32) -> ()
+  return
+}

@@ -1,6 +1,6 @@
 // RUN: tile-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(tile-verify)' | FileCheck %s
 
-// Each op's semantic verifier (dialects/tile_ops.py), run by `tile-verify`.
+// Each op's semantic verifier (dialects/tile_ops.py, dialects/pipeline_ops.py), run by `tile-verify`.
 
 func.func @program_id_axis() -> i32 {
   // expected-error @below {{'tile.program_id' op axis must be 0, 1 or 2}}
@@ -222,6 +222,24 @@ func.func @dot_wait_pending(%acc: tensor<64x64xf32>) -> tensor<64x64xf32> {
   // expected-error @below {{pending must be >= 0}}
   %r = "tile.dot_wait"(%acc) {pending = -1 : i32} : (tensor<64x64xf32>) -> tensor<64x64xf32>
   return %r : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @tma_load_box(%desc: !llvm.ptr, %i: i32, %live: i1) {
+  %r = "tile.local_alloc"() : () -> memref<2x32x128xbf16, #gpu.address_space<workgroup>>
+  %b = "tile.mbarrier_alloc"() {arrivals = 1 : i32} : () -> memref<2xi64, #gpu.address_space<workgroup>>
+  // expected-error @below {{box [32, 48] does not tile the ring's [32, 128] slots}}
+  "tile.tma_load"(%r, %i, %b, %desc, %i, %i, %live) {box = [32 : i32, 48 : i32], swizzle = 128 : i32} : (memref<2x32x128xbf16, #gpu.address_space<workgroup>>, i32, memref<2xi64, #gpu.address_space<workgroup>>, !llvm.ptr, i32, i32, i1) -> ()
+  return
+}
+
+// -----
+
+func.func @mbarrier_alloc_arrivals() {
+  // expected-error @below {{arrivals must be >= 1}}
+  %b = "tile.mbarrier_alloc"() {arrivals = 0 : i32} : () -> memref<2xi64, #gpu.address_space<workgroup>>
+  return
 }
 
 // -----

@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=3}, tile-verify)' | FileCheck %s
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=1})' | FileCheck %s --check-prefix=OFF
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=4 tma=1}, tile-verify)' | FileCheck %s --check-prefix=TMA
 
 !a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
 
@@ -120,9 +121,10 @@ func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n:
 // -----
 
 // A wgmma accumulator that only the next iteration's dot reads: the dot stays in
-// flight (`in_flight = 1`) while the next iteration starts, so the copies run one
-// iteration less ahead (3 stages: iteration i + 1 into slot (i + 1) % 3, one
-// prologue group, nothing else pending at the wait), and a `tile.dot_wait`
+// flight (`in_flight = 1`), the copies are issued after it (while it runs), and
+// a `tile.dot_wait {pending = 1}` ends the body, so the copies run one iteration
+// less ahead (3 stages: iteration i + 1 into slot (i + 1) % 3, one prologue
+// group, nothing else pending at the wait); a `tile.dot_wait {pending = 0}`
 // finishes the last dot before the loop's result is read.
 
 // CHECK-LABEL: func.func @wgmma_in_flight
@@ -136,9 +138,12 @@ func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n:
 // CHECK: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK: %[[AHEAD:.*]] = arith.addi %[[I]], %[[ONE]] : i32
 // CHECK: %[[WRITE:.*]] = arith.remsi %[[AHEAD]], %{{.*}} : i32
-// CHECK: "tile.async_copy"(%[[RA]], %[[WRITE]]
+// CHECK-NOT: "tile.async_copy"
 // CHECK: %[[D:.*]] = "tile.dot"(%{{.*}}, %{{.*}}, %[[X]]) {in_flight = 1 : i32}
-// CHECK-NEXT: scf.yield %[[D]]
+// CHECK: "tile.async_copy"(%[[RA]], %[[WRITE]]
+// CHECK: "tile.async_commit"()
+// CHECK-NEXT: %[[W:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// CHECK-NEXT: scf.yield %[[W]]
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[DONE:.*]] = "tile.dot_wait"(%[[ACC]]) {pending = 0 : i32}
 // CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
@@ -170,3 +175,109 @@ func.func @wgmma_in_flight(%a: !a, %b: !a, %oa: tensor<128x64xi32>, %ob: tensor<
   }
   return %r : !w
 }
+
+// -----
+
+// With `tma` (sm_90a), loads of whole blocks masked at the tensor's bounds
+// (a + rm[:, None] * sa + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K))
+// become TMA copies: the kernel gains one tensor-map pointer per load, described
+// in `tile.tma` (bounds and row stride by argument number, box, swizzle); one
+// mbarrier per slot expects both copies of an iteration. Prologue: iterations 0
+// and 1 (4 stages, the dot in flight: 2 ahead). Steady state: wait on the slot's
+// mbarrier at the parity of its use, barrier, dot, then iteration i + 2's copies
+// at the row and column starts evaluated there, then the dot wait. Epilogue:
+// only the last dot's wait (no copy is started for an iteration that does not run).
+
+// TMA-LABEL: func.func @tma_kloop
+// TMA-SAME: %[[DA:[^:]*]]: !llvm.ptr, %[[DB:[^:]*]]: !llvm.ptr)
+// TMA-SAME: tile.tma = [{box = [128, 64], cols = "arg:4", rows = "arg:2", stride = "arg:5", swizzle = 128 : i64, tensor = 0 : i64},
+// TMA-SAME: {box = [64, 64], cols = "arg:3", rows = "arg:4", stride = "arg:6", swizzle = 128 : i64, tensor = 1 : i64}]
+// TMA: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<4x128x64xbf16, #gpu.address_space<workgroup>>
+// TMA: %[[RB:.*]] = "tile.local_alloc"() : () -> memref<4x64x128xbf16, #gpu.address_space<workgroup>>
+// TMA: %[[BARS:.*]] = "tile.mbarrier_alloc"() {arrivals = 2 : i32} : () -> memref<4xi64, #gpu.address_space<workgroup>>
+// TMA: "tile.tma_load"(%[[RA]], %{{.*}}, %[[BARS]], %[[DA]], {{.*}}) {box = [128 : i32, 64 : i32], swizzle = 128 : i32}
+// TMA: "tile.tma_load"(%[[RB]], %{{.*}}, %[[BARS]], %[[DB]], {{.*}}) {box = [64 : i32, 64 : i32], swizzle = 128 : i32}
+// TMA: "tile.tma_load"(%[[RA]]
+// TMA: "tile.tma_load"(%[[RB]]
+// TMA-NOT: "tile.tma_load"
+// TMA: scf.for %[[IV:.*]] = {{.*}} iter_args(%[[X:.*]] = %{{.*}})
+// TMA: %[[I:.*]] = arith.divsi
+// TMA: %[[READ:.*]] = arith.remsi %[[I]]
+// TMA: %[[USE:.*]] = arith.divsi %[[I]]
+// TMA: %[[PARITY:.*]] = arith.andi %[[USE]]
+// TMA-NEXT: "tile.mbarrier_wait"(%[[BARS]], %[[READ]], %[[PARITY]])
+// TMA-NEXT: gpu.barrier
+// TMA: %[[WRITE:.*]] = arith.remsi
+// TMA: "tile.local_load"(%[[RA]], %[[READ]])
+// TMA: "tile.local_load"(%[[RB]], %[[READ]])
+// TMA: %[[NEXT:.*]] = arith.addi %[[IV]]
+// TMA: %[[D:.*]] = "tile.dot"(%{{.*}}, %{{.*}}, %[[X]]) {in_flight = 1 : i32}
+// TMA: %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]]
+// TMA: %[[COL:.*]] = arith.select %{{.*}}, %[[NEXT]], %{{.*}} : i32
+// TMA: "tile.tma_load"(%[[RA]], %[[WRITE]], %[[BARS]], %[[DA]], %{{.*}}, %[[COL]], %[[LIVE]])
+// TMA: %[[ROW:.*]] = arith.select %{{.*}}, %[[NEXT]], %{{.*}} : i32
+// TMA: "tile.tma_load"(%[[RB]], %[[WRITE]], %[[BARS]], %[[DB]], %[[ROW]], %{{.*}}, %[[LIVE]])
+// TMA-NEXT: %[[W:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// TMA-NEXT: scf.yield %[[W]]
+// TMA-NEXT: }
+// TMA-NEXT: "tile.dot_wait"
+// TMA-NOT: tile.async_wait
+// TMA: return
+
+!m = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+func.func @tma_kloop(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i32, %r0: i32, %c0n: i32) -> !w {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> !w
+  %ar128 = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %ar64 = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %r0s = "tile.splat"(%r0) : (i32) -> tensor<128xi32>
+  %rm = arith.addi %r0s, %ar128 : tensor<128xi32>
+  %c0s = "tile.splat"(%c0n) : (i32) -> tensor<128xi32>
+  %rn = arith.addi %c0s, %ar128 : tensor<128xi32>
+  %za = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zbt = "tile.splat"(%zb) : (bf16) -> tensor<64x128xbf16>
+  %r = scf.for %k = %c0 to %K step %c64 iter_args(%acc = %acc0) -> (!w) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<64xi32>
+    %rk = arith.addi %ks, %ar64 : tensor<64xi32>
+    // a: rm[:, None] * sa + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K)
+    %rm2 = "tile.reshape"(%rm) : (tensor<128xi32>) -> tensor<128x1xi32>
+    %sas = "tile.splat"(%sa) : (i32) -> tensor<128x1xi32>
+    %rows_a = arith.muli %rm2, %sas : tensor<128x1xi32>
+    %rk2 = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<1x64xi32>
+    %ra = "tile.broadcast"(%rows_a) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %ca = "tile.broadcast"(%rk2) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %offa = arith.addi %ra, %ca : tensor<128x64xi32>
+    %Ms = "tile.splat"(%M) : (i32) -> tensor<128x1xi32>
+    %mrow = arith.cmpi slt, %rm2, %Ms : tensor<128x1xi32>
+    %Ks = "tile.splat"(%K) : (i32) -> tensor<1x64xi32>
+    %mcol = arith.cmpi slt, %rk2, %Ks : tensor<1x64xi32>
+    %mr = "tile.broadcast"(%mrow) : (tensor<128x1xi1>) -> tensor<128x64xi1>
+    %mc = "tile.broadcast"(%mcol) : (tensor<1x64xi1>) -> tensor<128x64xi1>
+    %ma = arith.andi %mr, %mc : tensor<128x64xi1>
+    %ta = "tile.load"(%a, %offa, %ma, %za) : (!m, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+    // b: rk[:, None] * sb + rn[None, :], (rk[:, None] < K) & (rn[None, :] < N)
+    %rk3 = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<64x1xi32>
+    %sbs = "tile.splat"(%sb) : (i32) -> tensor<64x1xi32>
+    %rows_b = arith.muli %sbs, %rk3 : tensor<64x1xi32>
+    %rn2 = "tile.reshape"(%rn) : (tensor<128xi32>) -> tensor<1x128xi32>
+    %rb = "tile.broadcast"(%rows_b) : (tensor<64x1xi32>) -> tensor<64x128xi32>
+    %cb = "tile.broadcast"(%rn2) : (tensor<1x128xi32>) -> tensor<64x128xi32>
+    %offb = arith.addi %cb, %rb : tensor<64x128xi32>
+    %Ks2 = "tile.splat"(%K) : (i32) -> tensor<64x1xi32>
+    %mkb = arith.cmpi slt, %rk3, %Ks2 : tensor<64x1xi32>
+    %Ns = "tile.splat"(%N) : (i32) -> tensor<1x128xi32>
+    %mnb = arith.cmpi slt, %rn2, %Ns : tensor<1x128xi32>
+    %mkb2 = "tile.broadcast"(%mkb) : (tensor<64x1xi1>) -> tensor<64x128xi1>
+    %mnb2 = "tile.broadcast"(%mnb) : (tensor<1x128xi1>) -> tensor<64x128xi1>
+    %mb = arith.andi %mnb2, %mkb2 : tensor<64x128xi1>
+    %tb = "tile.load"(%b, %offb, %mb, %zbt) : (!m, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xbf16>) -> tensor<64x128xbf16>
+    %d = "tile.dot"(%ta, %tb, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+    scf.yield %d : !w
+  }
+  return %r : !w
+}
+

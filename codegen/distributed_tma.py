@@ -1,0 +1,79 @@
+"""TMA copies completing on mbarriers (methods of the GPU `Translator`), the sm_90a
+lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
+`tile.tma_load`, `tile.mbarrier_wait`. Upstream nvgpu ops throughout:
+
+- `tile.mbarrier_alloc`: `nvgpu.mbarrier.create` (a group in static shared
+  memory), each barrier `nvgpu.mbarrier.init` by thread 0, then a barrier so
+  that every thread sees them initialized.
+- `tile.tma_load`: thread 0 (and only if the copy is live) announces the
+  slot's bytes with `nvgpu.mbarrier.arrive.expect_tx`, then issues one
+  `nvgpu.tma.async.load` (`cp.async.bulk.tensor.2d`) per 128-byte panel of the
+  slot. The tensor map is a kernel argument (`!llvm.ptr`, encoded by the host,
+  `runtime/tensor_maps.py`); its box and swizzle are those of the ring's slots
+  (`SharedTile`), so the copies land in the layout wgmma reads.
+- `tile.mbarrier_wait`: every thread `nvgpu.mbarrier.try_wait.parity`.
+
+    # before (tile-opt stage)
+    "tile.tma_load"(%ring, %slot, %bars, %desc, %row, %col, %live) {box = [128, 32], swizzle = 64}
+    # after (gpu stage)
+    nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c8192, predicate = %first_and_live
+    nvgpu.tma.async.load %d[%col, %row], %bars[%slot] to %view, predicate = %first_and_live
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, builtin, gpu, memref, nvgpu
+
+from ..dialects.layout import element_bits as bits
+from .convert_tile_to_linalg import const_index, to_index
+from .register_vectors import i32
+
+_SPACE = "#gpu.address_space<workgroup>"
+_SWIZZLE = {32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
+_SUSPEND_HINT_NS = 0x989680  # how long a waiting thread may sleep between checks (as upstream's examples)
+
+
+def _first_thread(self):
+    return arith.cmpi(arith.CmpIPredicate.eq, arith.ori(self.lane, self.warp), i32(0))
+
+
+def op_tile_mbarrier_alloc(self, op):
+    count = ir.MemRefType(op.results[0].type).shape[0]
+    group = ir.Type.parse(f"!nvgpu.mbarrier.group<memorySpace = {_SPACE}, num_barriers = {count}>")
+    bars = nvgpu.MBarrierCreateOp(group).result
+    first = _first_thread(self)
+    arrivals = const_index(ir.IntegerAttr(op.attributes["arrivals"]).value)
+    for s in range(count):
+        nvgpu.MBarrierInitOp(bars, arrivals, const_index(s), predicate=first)
+    gpu.barrier()
+    self.map[op.results[0]] = bars
+
+
+def op_tile_tma_load(self, op):
+    ring_v, slot_v, bars_v, desc_v, row, col, live = op.operands
+    ring = self.map[ring_v]
+    rows, panel = (ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["box"]))
+    swizzle = ir.IntegerAttr(op.attributes["swizzle"]).value
+    elem = ring.elem
+    box = ir.MemRefType.get([rows, panel], elem, memory_space=ir.Attribute.parse(_SPACE))
+    desc_t = ir.Type.parse(f"!nvgpu.tensormap.descriptor<tensor = {box}, swizzle = {_SWIZZLE[swizzle]}, "
+                           "l2promo = none, oob = zero, interleave = none>")
+    desc = builtin.UnrealizedConversionCastOp([desc_t], [self.value(desc_v)]).result
+    bars, slot = self.map[bars_v], self.value(slot_v)
+    go = arith.andi(_first_thread(self), self.value(live))
+    bar_id = to_index(slot)
+    nvgpu.MBarrierArriveExpectTxOp(bars, const_index(ring.slot_bytes), bar_id, predicate=go)
+    slot_base = arith.addi(const_index(ring.byte_base), arith.muli(bar_id, const_index(ring.slot_bytes)))
+    r, c = to_index(self.value(row)), to_index(self.value(col))
+    panel_bytes = rows * panel * bits(elem) // 8
+    for p in range(ring.cols // panel):
+        dst = memref.ViewOp(box, self._scratch, arith.addi(slot_base, const_index(p * panel_bytes)), []).result
+        cp = arith.addi(c, const_index(p * panel)) if p else c
+        nvgpu.TmaAsyncLoadOp(dst, bars, desc, [cp, r], bar_id, predicate=go)
+
+
+def op_tile_mbarrier_wait(self, op):
+    bars_v, slot, phase = op.operands
+    parity = arith.trunci(ir.IntegerType.get_signless(1), self.value(phase))
+    nvgpu.MBarrierTryWaitParityOp(self.map[bars_v], parity, const_index(_SUSPEND_HINT_NS), to_index(self.value(slot)))

@@ -1,0 +1,165 @@
+"""The ops `tile-pipeline` makes (GPU only): shared-memory rings filled by
+asynchronous copies, `cp.async` on sm_80 and TMA (`cp.async.bulk.tensor`)
+completing on mbarriers on sm_90a, and the wait for a `dot` left in flight.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .op_definition import create, define
+from .tile_ops import _elem, _i32, _int_attr, _shape
+
+def _verify_local_alloc(op):
+    t = ir.MemRefType(op.result.type)
+    if t.rank != 3 or str(t.memory_space) != "#gpu.address_space<workgroup>":
+        return "local_alloc makes a memref<stages x rows x cols x T, #gpu.address_space<workgroup>>"
+
+
+@define("local_alloc", results=[("buffer", "memref")], verify=_verify_local_alloc)
+def local_alloc(stages: int, shape: list[int], elem, *, loc=None, ip=None) -> ir.Value:
+    """A ring of `stages` row-major tiles in shared memory (the codegen swizzles it).
+
+    %buf = "tile.local_alloc"() : () -> memref<3x128x32xbf16, #gpu.address_space<workgroup>>
+    """
+    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    return create("local_alloc", [ir.MemRefType.get([stages, *shape], elem, memory_space=space)], [], loc=loc, ip=ip).result
+
+
+def _verify_ring_access(op, tile_type, check_elem=True):
+    buf = ir.MemRefType(op.operands[0].type)
+    if list(buf.shape[1:]) != _shape(tile_type) or (check_elem and buf.element_type != _elem(tile_type)):
+        return f"tile {_shape(tile_type)} x {_elem(tile_type)} does not match the ring's slots {list(buf.shape[1:])} x {buf.element_type}"
+
+
+def _verify_async_copy(op):
+    _, _, base, offsets, mask = op.operands
+    if ir.MemRefType(base.type).element_type != ir.MemRefType(op.operands[0].type).element_type:
+        return "the ring and the tensor have different element types"
+    if _shape(offsets) != _shape(mask) or _elem(mask) != ir.IntegerType.get_signless(1):
+        return "offsets and mask must have the same shape, the mask i1"
+    return _verify_ring_access(op, offsets.type, check_elem=False) if _shape(offsets) else "offsets must be a tile"
+
+
+@define("async_copy", operands=[("buffer", "memref"), ("slot", "i32"), ("base", "memref"), ("offsets", "tensor"),
+                                ("mask", "tensor")], verify=_verify_async_copy)
+def async_copy(buffer, slot, base, offsets, mask, *, loc=None, ip=None) -> ir.Operation:
+    """Start copying `base.flat[offsets]` (0 where `mask` is false) into slot `slot` of a ring,
+    asynchronously (`cp.async`); the copy belongs to the next `async_commit` group.
+
+    "tile.async_copy"(%buf, %slot, %a, %offs, %mask) : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>, i32,
+        memref<?x?xbf16, strided<[?, ?], offset: ?>>, tensor<128x32xi32>, tensor<128x32xi1>) -> ()
+    """
+    return create("async_copy", [], [buffer, slot, base, offsets, mask], loc=loc, ip=ip)
+
+
+@define("async_commit")
+def async_commit(*, loc=None, ip=None) -> ir.Operation:
+    """Close the group of async copies started since the last commit.
+
+    "tile.async_commit"() : () -> ()
+    """
+    return create("async_commit", [], [], loc=loc, ip=ip)
+
+
+def _verify_async_wait(op):
+    if _int_attr(op, "pending") < 0:
+        return "pending must be >= 0"
+
+
+@define("async_wait", attributes=["pending"], verify=_verify_async_wait)
+def async_wait(pending: int, *, loc=None, ip=None) -> ir.Operation:
+    """Wait until at most `pending` commit groups are in flight, then synchronize the
+    program's threads, so that every finished copy is visible to all of them.
+
+    "tile.async_wait"() {pending = 1 : i32} : () -> ()
+    """
+    return create("async_wait", [], [], {"pending": _i32(pending)}, loc=loc, ip=ip)
+
+
+def _verify_dot_wait(op):
+    if _int_attr(op, "pending") < 0:
+        return "pending must be >= 0"
+    if op.operands[0].type != op.result.type:
+        return "dot_wait returns its accumulator's type"
+
+
+@define("dot_wait", operands=[("acc", "tensor")], results=[("result", "tensor")], attributes=["pending"],
+        verify=_verify_dot_wait)
+def dot_wait(acc, pending: int, *, loc=None, ip=None) -> ir.Value:
+    """Wait until at most `pending` asynchronous dots (a `dot` with `in_flight`, i.e. wgmma
+    groups) are still running; `result` is the accumulator `acc` they were writing.
+
+    %r = "tile.dot_wait"(%acc) {pending = 0 : i32} : (tensor<128x128xf32, #tile.wgmma<[2, 1]>>) -> tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+    """
+    return create("dot_wait", [acc.type], [acc], {"pending": _i32(pending)}, loc=loc, ip=ip).result
+
+
+def _verify_local_load(op):
+    return _verify_ring_access(op, op.result)
+
+
+@define("local_load", operands=[("buffer", "memref"), ("slot", "i32")], results=[("result", "tensor")],
+        verify=_verify_local_load)
+def local_load(buffer, slot, result_type, *, loc=None, ip=None) -> ir.Value:
+    """The tile in slot `slot` of a ring (read by `dot` straight from shared memory).
+
+    %t = "tile.local_load"(%buf, %slot) : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<128x32xbf16>
+    """
+    return create("local_load", [result_type], [buffer, slot], loc=loc, ip=ip).result
+
+
+def _verify_mbarrier_alloc(op):
+    t = ir.MemRefType(op.result.type)
+    if t.rank != 1 or str(t.element_type) != "i64" or str(t.memory_space) != "#gpu.address_space<workgroup>":
+        return "mbarrier_alloc makes a memref<N x i64, #gpu.address_space<workgroup>>"
+    if _int_attr(op, "arrivals") < 1:
+        return "arrivals must be >= 1"
+
+
+@define("mbarrier_alloc", results=[("barriers", "memref")], attributes=["arrivals"], verify=_verify_mbarrier_alloc)
+def mbarrier_alloc(count: int, arrivals: int, *, loc=None, ip=None) -> ir.Value:
+    """`count` mbarriers in shared memory, one per ring slot, each completing a phase after
+    `arrivals` arrivals (one per `tma_load` of an iteration) and the bytes they announced.
+
+    %bars = "tile.mbarrier_alloc"() {arrivals = 2 : i32} : () -> memref<3xi64, #gpu.address_space<workgroup>>
+    """
+    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    ty = ir.MemRefType.get([count], ir.IntegerType.get_signless(64), memory_space=space)
+    return create("mbarrier_alloc", [ty], [], {"arrivals": _i32(arrivals)}, loc=loc, ip=ip).result
+
+
+def _verify_tma_load(op):
+    ring = ir.MemRefType(op.operands[0].type)
+    box = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["box"])]
+    if len(box) != 2 or box[0] != ring.shape[1] or ring.shape[2] % box[1]:
+        return f"box {box} does not tile the ring's {list(ring.shape[1:])} slots (rows, then whole panels of columns)"
+    if str(op.operands[3].type) != "!llvm.ptr":
+        return "the descriptor is a !llvm.ptr (to a CUtensorMap)"
+
+
+@define("tma_load", operands=[("buffer", "memref"), ("slot", "i32"), ("barriers", "memref"), ("descriptor", "any"),
+                              ("row", "i32"), ("col", "i32"), ("live", "any")],
+        attributes=["box", "swizzle"], verify=_verify_tma_load)
+def tma_load(buffer, slot, barriers, descriptor, row, col, live, box: list[int], swizzle: int, *, loc=None, ip=None):
+    """If `live`, one thread announces the slot's bytes on mbarrier `slot` and starts the
+    TMA copies (`cp.async.bulk.tensor`) of the block at (`row`, `col`) of the tensor that
+    `descriptor` (a CUtensorMap) describes into slot `slot` of a ring: one `box` of
+    rows x columns per 128-byte panel, out-of-bounds elements read as zeros.
+
+    "tile.tma_load"(%buf, %slot, %bars, %desc, %row, %col, %live) {box = [128 : i32, 32 : i32], swizzle = 64 : i32}
+        : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>, i32, memref<3xi64, #gpu.address_space<workgroup>>,
+           !llvm.ptr, i32, i32, i1) -> ()
+    """
+    attrs = {"box": ir.ArrayAttr.get([_i32(b) for b in box]), "swizzle": _i32(swizzle)}
+    return create("tma_load", [], [buffer, slot, barriers, descriptor, row, col, live], attrs, loc=loc, ip=ip)
+
+
+@define("mbarrier_wait", operands=[("barriers", "memref"), ("slot", "i32"), ("phase", "i32")])
+def mbarrier_wait(barriers, slot, phase, *, loc=None, ip=None) -> ir.Operation:
+    """Wait until mbarrier `slot` has completed its phase of parity `phase` (0 or 1): the
+    TMA copies into the slot have landed.
+
+    "tile.mbarrier_wait"(%bars, %slot, %phase) : (memref<3xi64, #gpu.address_space<workgroup>>, i32, i32) -> ()
+    """
+    return create("mbarrier_wait", [], [barriers, slot, phase], loc=loc, ip=ip)

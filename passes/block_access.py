@@ -1,0 +1,138 @@
+"""Whether a 2-D `tile.load` reads a block of a row-major tensor masked exactly at
+the tensor's bounds: the copy a TMA unit does in hardware (`tile-pipeline`).
+
+    offsets = rm[:, None] * s + rc[None, :]     rm = r0 + arange(R), rc = c0 + arange(C)
+    mask    = (rm[:, None] < rows) & (rc[None, :] < cols)
+
+is the R x C block at (r0, c0) of a rows x cols tensor of row stride `s`,
+zero outside it. The column stride must be the constant 1 (a unit stride the
+specialization folded away), either operand of `+` and `&` may come first,
+and the vectors may be reshaped, broadcast and grouped on the way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from .tile_fuse import through_groups
+
+
+@dataclass
+class Block:
+    row: tuple  # (scalar i32 value or None, constant): r0 = value + constant
+    col: tuple
+    rows: ir.Value  # the bounds and the row stride, i32 scalars
+    cols: ir.Value
+    stride: ir.Value
+
+
+def _owner(v):
+    v = through_groups(v)
+    return (None if isinstance(v.owner, ir.Block) else v.owner.operation), v
+
+
+def _shape(v) -> list[int]:
+    return list(ir.RankedTensorType(v.type).shape)
+
+
+def _under_broadcast(v):
+    """(axis, 2-D value) for a tile that is an R x 1 (axis 0) or 1 x C (axis 1) value broadcast."""
+    op, v = _owner(v)
+    while op is not None and op.name in ("tile.broadcast", "tile.convert_layout"):
+        op, v = _owner(op.operands[0])
+    shape = _shape(v)
+    if len(shape) != 2 or 1 not in shape:
+        return None
+    return (0 if shape[1] == 1 else 1), v
+
+
+def _vector(v):
+    """The 1-D value an R x 1 or 1 x C tile reshapes, or None."""
+    op, _ = _owner(v)
+    if op is None or op.name != "tile.reshape":
+        return None
+    return through_groups(op.operands[0])
+
+
+def _splat(v):
+    op, _ = _owner(v)
+    return op.operands[0] if op is not None and op.name == "tile.splat" else None
+
+
+def _start(vec):
+    """(scalar or None, constant) when vec = splat(x) + arange(c, c + n), or arange alone."""
+    op, _ = _owner(vec)
+    if op is None:
+        return None
+    if op.name == "tile.arange":
+        return None, ir.IntegerAttr(op.attributes["start"]).value
+    if op.name != "arith.addi":
+        return None
+    for a, b in (op.operands, list(op.operands)[::-1]):
+        x, ar = _splat(a), _owner(b)[0]
+        if x is not None and ar is not None and ar.name == "tile.arange":
+            return x, ir.IntegerAttr(ar.attributes["start"]).value
+    return None
+
+
+def _offset_term(v):
+    """(axis, vector, stride or None for 1) of one `+` operand of the offsets."""
+    found = _under_broadcast(v)
+    if found is None:
+        return None
+    axis, t = found
+    vec = _vector(t)
+    if vec is not None:
+        return axis, vec, None
+    op, _ = _owner(t)
+    if op is None or op.name != "arith.muli":
+        return None
+    for a, b in (op.operands, list(op.operands)[::-1]):
+        vec, s = _vector(a), _splat(b)
+        if vec is not None and s is not None:
+            return axis, vec, s
+    return None
+
+
+def _mask_term(v):
+    """(axis, vector, bound) of one `&` operand of the mask: vector < bound."""
+    found = _under_broadcast(v)
+    if found is None:
+        return None
+    axis, t = found
+    op, _ = _owner(t)
+    if op is None or op.name != "arith.cmpi" or ir.IntegerAttr(op.attributes["predicate"]).value != 2:  # slt
+        return None
+    vec, bound = _vector(op.operands[0]), _splat(op.operands[1])
+    return (axis, vec, bound) if vec is not None and bound is not None else None
+
+
+def _pair(v, name, term):
+    """The two terms of `name`(a, b), ordered by axis (rows, then columns), or None."""
+    op, _ = _owner(v)
+    if op is None or op.name != name:
+        return None
+    terms = [term(o) for o in op.operands]
+    if None in terms or {t[0] for t in terms} != {0, 1}:
+        return None
+    return sorted(terms, key=lambda t: t[0])
+
+
+def match_block(load) -> Block | None:
+    """The block `load` (a `tile.load` of a 2-D tile) reads, or None if it is not one."""
+    if len(_shape(load.results[0])) != 2:
+        return None
+    _, offsets, mask, _ = load.operands
+    offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
+    if offs is None or masks is None:
+        return None
+    (_, row_vec, stride), (_, col_vec, unit) = offs
+    (_, row_vec2, rows), (_, col_vec2, cols) = masks
+    if stride is None or unit is not None or row_vec != row_vec2 or col_vec != col_vec2:
+        return None
+    row, col = _start(row_vec), _start(col_vec)
+    if row is None or col is None:
+        return None
+    return Block(row, col, rows, cols, stride)
