@@ -48,7 +48,7 @@ def tile_config(kernel: str, shape, num_warps: int | None = None) -> dict:
         cfg = {"BLOCK": next_pow2(n_k), "num_warps": 4}
     elif kernel in MATMUL_KERNELS:
         # shape = (M, N, K). The best config benchmarks/matmul_sweep.py timed on the H200 after
-        # TMA (2026-12-03 15:41 UTC, results/2026-12-03-1541-matmul-tma): a 128x256 f32
+        # TMA (2026-12-03 14:36 UTC, results/2026-12-03-1436-matmul-tma): a 128x256 f32
         # accumulator over 2 warpgroups (wgmma, 64x256 each), operands through 4-stage TMA rings.
         cfg = {"BM": 128, "BN": 256, "BK": 64, "GROUP": 8, "num_warps": 8, "num_stages": 4,
                "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none"}

@@ -106,7 +106,9 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         table(bandwidth, "GB/s")
     if compute:
         lines += ["", "## Matmul (compute-bound)", "",
-                  "TFLOP/s = 2*M*N*K over the median time (shape = M x N x K; bf16 in, f32 accumulation, bf16 out); "
+                  "TFLOP/s = 2*M*N*K over the time (shape = M x N x K; bf16 in, f32 accumulation, bf16 out): the best "
+                  "of three medians, the implementations timed in turn (tile, Triton, torch, three times), since "
+                  "the clocks drift under a long tensor-core load; "
                   "in parentheses, % of torch.matmul's (cuBLAS) TFLOP/s in the same run, not of the copy ceiling. "
                   "matmul_bias_gelu is gelu_tanh(A @ B + bias): fused in tile and Triton, unfused eager ops in torch. "
                   "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing.", ""]
