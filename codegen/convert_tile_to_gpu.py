@@ -71,6 +71,7 @@ class Translator:
         self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
         self.async_tokens: list = []  # cp.async copies since the last commit (distributed_async_copy.py)
+        self.tma_issuer = 0  # the warp whose lane 0 issues the next TMA copy (distributed_tma.py)
         dots = [o for o in all_ops(fn) if o.name == "tile.dot"]
         self.has_dot = bool(dots)
         # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.

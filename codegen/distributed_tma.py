@@ -5,10 +5,10 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
 - `tile.mbarrier_alloc`: `nvgpu.mbarrier.create` (a group in static shared
   memory), each barrier `nvgpu.mbarrier.init` by thread 0, then a barrier so
   that every thread sees them initialized.
-- `tile.tma_load`: thread 0 (and only if the copy is live) announces the
-  slot's bytes with `nvgpu.mbarrier.arrive.expect_tx`, then issues one
-  `nvgpu.tma.async.load` (`cp.async.bulk.tensor.2d`) per 128-byte panel of the
-  slot. The tensor map is a kernel argument (`!llvm.ptr`, encoded by the host,
+- `tile.tma_load`: if the copy is live, one `nvgpu.tma.async.load`
+  (`cp.async.bulk.tensor.2d`) per 128-byte panel of the slot, each from lane 0
+  of the next warp in turn; the first also announces the slot's bytes with
+  `nvgpu.mbarrier.arrive.expect_tx`. The tensor map is a kernel argument (`!llvm.ptr`, encoded by the host,
   `runtime/tensor_maps.py`); its box and swizzle are those of the ring's slots
   (`SharedTile`), so the copies land in the layout wgmma reads.
 - `tile.mbarrier_wait`: every thread `nvgpu.mbarrier.try_wait.parity`.
@@ -16,14 +16,14 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
     # before (tile-opt stage)
     "tile.tma_load"(%ring, %slot, %bars, %desc, %row, %col, %live) {box = [128, 32], swizzle = 64}
     # after (gpu stage)
-    nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c8192, predicate = %first_and_live
-    nvgpu.tma.async.load %d[%col, %row], %bars[%slot] to %view, predicate = %first_and_live
+    nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c8192, predicate = %lane0_of_warp_k_and_live
+    nvgpu.tma.async.load %d[%col, %row], %bars[%slot] to %view, predicate = %lane0_of_warp_k_and_live
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, builtin, gpu, memref, nvgpu
+from mlir.dialects import arith, builtin, gpu, memref, nvgpu, scf
 
 from ..dialects.layout import element_bits as bits
 from .convert_tile_to_linalg import const_index, to_index
@@ -61,16 +61,24 @@ def op_tile_tma_load(self, op):
                            "l2promo = none, oob = zero, interleave = none>")
     desc = builtin.UnrealizedConversionCastOp([desc_t], [self.value(desc_v)]).result
     bars, slot = self.map[bars_v], self.value(slot_v)
-    go = arith.andi(_first_thread(self), self.value(live))
+    lane0 = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, self.lane, i32(0)), self.value(live))
     bar_id = to_index(slot)
-    nvgpu.MBarrierArriveExpectTxOp(bars, const_index(ring.slot_bytes), bar_id, predicate=go)
     slot_base = arith.addi(const_index(ring.byte_base), arith.muli(bar_id, const_index(ring.slot_bytes)))
     r, c = to_index(self.value(row)), to_index(self.value(col))
     panel_bytes = rows * panel * bits(elem) // 8
     for p in range(ring.cols // panel):
-        dst = memref.ViewOp(box, self._scratch, arith.addi(slot_base, const_index(p * panel_bytes)), []).result
-        cp = arith.addi(c, const_index(p * panel)) if p else c
-        nvgpu.TmaAsyncLoadOp(dst, bars, desc, [cp, r], bar_id, predicate=go)
+        # Each copy in the next warp in turn (a branch the other warps skip), so that no one warp,
+        # which the others then wait for at the next barrier, issues them all.
+        warp = self.tma_issuer % self.num_warps
+        self.tma_issuer += 1
+        mine = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, self.warp, i32(warp)))
+        with ir.InsertionPoint(mine.then_block):
+            if p == 0:  # the arrival with the slot's bytes; a copy may land before it (tx-count goes negative)
+                nvgpu.MBarrierArriveExpectTxOp(bars, const_index(ring.slot_bytes), bar_id, predicate=lane0)
+            dst = memref.ViewOp(box, self._scratch, arith.addi(slot_base, const_index(p * panel_bytes)), []).result
+            cp = arith.addi(c, const_index(p * panel)) if p else c
+            nvgpu.TmaAsyncLoadOp(dst, bars, desc, [cp, r], bar_id, predicate=lane0)
+            scf.YieldOp([])
 
 
 def op_tile_mbarrier_wait(self, op):

@@ -229,10 +229,11 @@ func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf1
 // -----
 
 // TMA (sm_90a): the mbarriers are an nvgpu group, each initialized by thread 0
-// (then a barrier); a copy announces the slot's bytes (8 KiB) and issues one
-// TMA per 128-byte panel (here 2 of 64 columns, the second 32 rows x 128 bytes
-// further) into a view of the ring's slot, both only in thread 0 and only if the
-// iteration runs; the wait spins on the slot's mbarrier at the given parity.
+// (then a barrier). A copy, only if the iteration runs, issues one TMA per
+// 128-byte panel (here 2 of 64 columns, the second 32 rows x 128 bytes further)
+// into a view of the ring's slot, each from lane 0 of the next warp in turn (a
+// branch on the warp); the first also announces the slot's bytes (8 KiB). The
+// wait spins on the slot's mbarrier at the given parity.
 
 // CHECK-LABEL: gpu.func @tma
 // CHECK-SAME: %[[DESC:[^:]*]]: !llvm.ptr
@@ -241,8 +242,13 @@ func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf1
 // CHECK-NEXT: gpu.barrier
 // CHECK: %[[D:.*]] = builtin.unrealized_conversion_cast %[[DESC]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<32x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
 // CHECK: %[[GO:.*]] = arith.andi
-// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[SLOT:.*]]], %c8192, predicate = %[[GO]]
+// CHECK: %[[W0:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32
+// CHECK-NEXT: scf.if %[[W0]] {
+// CHECK-NEXT: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[SLOT:.*]]], %c8192, predicate = %[[GO]]
 // CHECK: nvgpu.tma.async.load %[[D]][%[[COL:.*]], %[[ROW:.*]]], %[[BARS]][%[[SLOT]]] to %{{.*}}, predicate = %[[GO]]
+// CHECK: %[[W1:.*]] = arith.cmpi eq, %{{.*}}, %c1_i32
+// CHECK-NEXT: scf.if %[[W1]] {
+// CHECK-NOT: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: %[[COL2:.*]] = arith.addi %[[COL]], %c64
 // CHECK: nvgpu.tma.async.load %[[D]][%[[COL2]], %[[ROW]]], %[[BARS]][%[[SLOT]]] to %{{.*}}, predicate = %[[GO]]
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%{{.*}}], %{{.*}}, %{{.*}}
