@@ -59,6 +59,14 @@
 
 // OFF-LABEL: func.func @kloop
 // OFF-NOT: tile.async_copy
+
+// With `tma`, offsets and masks that are not a block masked at a tensor's bounds
+// (here the function's arguments) keep their cp.async copies.
+// TMA-LABEL: func.func @kloop
+// TMA-NOT: tile.tma_load
+// TMA: "tile.async_copy"
+// TMA-NOT: tile.tma_load
+// TMA: return
 // OFF: "tile.load"
 // OFF: "tile.load"
 // OFF: "tile.dot"
