@@ -54,6 +54,20 @@ before their results are read:
     }
     %r = tile.dot_wait %loop_result {pending = 0}
     tile.async_wait {pending = 0}
+
+With `tma` (sm_90a), when every pipelined load reads a whole block of a
+row-major kernel tensor masked at its bounds (`block_access.py`), the copies
+are TMA copies instead: the kernel gains one `!llvm.ptr` argument per load (a
+tensor map the host encodes from the arguments its `tile.tma` entry names),
+`tile.mbarrier_alloc` makes one mbarrier per slot, and
+
+    tile.tma_load %ring[slot], %bars, %desc, %row, %col, %live   (the block's start at that iteration)
+    scf.for ... {
+      tile.mbarrier_wait %bars[i % S], parity (i / S) & 1 ; gpu.barrier
+      ... dot, then the copies of iteration i + ahead, then the dot wait ...
+    }
+
+No drain: a copy is issued only for an iteration that runs, and each is waited for.
 """
 
 from __future__ import annotations
