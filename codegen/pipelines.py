@@ -49,7 +49,9 @@ def tile_opt(options: dict) -> list[str]:
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
     passes = TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}"]
     if options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1:
-        tma = " tma=1" if options["target"] == "sm_90a" else ""  # else cp.async rings for dot operands
+        divisible, tma = options.get("divisible_args", ""), ""
+        if options["target"] == "sm_90a" and divisible:  # TMA for aligned whole blocks, else cp.async rings
+            tma = f" tma=1 divisible-args={divisible}"
         passes.append(f"tile-pipeline{{num-stages={options['num_stages']}{tma}}}")
     return passes
 

@@ -173,6 +173,7 @@ def _i32(v: int, ty):
 class TilePipeline:
     num_stages: int = 2
     tma: bool = False  # sm_90a: copy whole blocks with TMA, completing on mbarriers
+    divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
 
     def run(self, module_op):
         if self.num_stages < 2:
@@ -309,15 +310,20 @@ class TilePipeline:
     # ---- TMA copies (sm_90a) ------------------------------------------------------
     def tma_blocks(self, found) -> list | None:
         """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
-        kernel tensor, bounds and row stride that are kernel arguments or constants, and a
-        slot of at most 256 rows in swizzled panels."""
+        kernel tensor known 16-byte aligned, bounds and a row stride that are kernel arguments
+        or constants, the stride a known multiple of 16 bytes (what a tensor map requires),
+        and a slot of at most 256 rows in swizzled panels."""
+        divisible = {int(i) for i in self.divisible_args.split(",") if i}
         blocks = []
         for load, _ in found:
             t = ir.RankedTensorType(load.results[0].type)
             b = match_block(load)
             if (b is None or t.shape[0] > 256 or shared_panel(t.shape[1], element_bits(t.element_type))[1] == 0
-                    or _kernel_argument(load.operands[0]) is None
+                    or _kernel_argument(load.operands[0]) not in divisible
                     or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
+                return None
+            kind, value = _reference(b.stride).split(":")
+            if not (int(value) in divisible if kind == "arg" else int(value) * element_bits(t.element_type) % 128 == 0):
                 return None
             blocks.append(b)
         return blocks

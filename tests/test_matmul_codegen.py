@@ -142,3 +142,26 @@ def test_wgmma_matmul_column_major_b(monkeypatch):
     assert "cp.async.bulk.tensor" not in ptx and "mbarrier" not in ptx
     assert not [e for e in launcher.metadata["abi"] if e["part"] == "tma"]
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx
+
+
+@pytest.mark.parametrize("case", ["odd_row_stride", "unaligned_a"])
+def test_wgmma_matmul_without_tensor_maps(case, monkeypatch):
+    """A tensor map needs a 16-byte aligned tensor and a row stride of a multiple of 16 bytes:
+    with K = 100 (a row stride of 200 bytes), or with `a` starting 2 bytes into its storage,
+    the specialization does not promise them, so the operands stay on cp.async rings."""
+    import matmul
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90a")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    matmul.matmul_kernel._launchers.clear()
+    M, N, K = 256, 256, (100 if case == "odd_row_stride" else 128)
+    a = torch.empty(M * K + 1, dtype=torch.bfloat16)[1:].view(M, K) if case == "unaligned_a" else \
+        torch.empty(M, K, dtype=torch.bfloat16)
+    b = torch.empty(K, N, dtype=torch.bfloat16)
+    bias, out = torch.empty(N, dtype=torch.bfloat16), torch.empty(M, N, dtype=torch.bfloat16)
+    launcher = matmul.matmul_kernel.compile(a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
+                                            BM=128, BN=128, BK=64, GROUP=8, num_warps=4, num_stages=3,
+                                            ACTIVATION="none")
+    ptx = launcher.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.bulk.tensor" not in ptx
+    assert not [e for e in launcher.metadata["abi"] if e["part"] == "tma"]

@@ -1,6 +1,7 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=3}, tile-verify)' | FileCheck %s
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=1})' | FileCheck %s --check-prefix=OFF
-// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=4 tma=1}, tile-verify)' | FileCheck %s --check-prefix=TMA
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=4 tma=1 divisible-args=0,1,5,6}, tile-verify)' | FileCheck %s --check-prefix=TMA
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=4 tma=1 divisible-args=0,1,5})' | FileCheck %s --check-prefix=UNALIGNED
 
 !a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
 
@@ -195,6 +196,14 @@ func.func @wgmma_in_flight(%a: !a, %b: !a, %oa: tensor<128x64xi32>, %ob: tensor<
 // mbarrier at the parity of its use, barrier, dot, then iteration i + 2's copies
 // at the row and column starts evaluated there, then the dot wait. Epilogue:
 // only the last dot's wait (no copy is started for an iteration that does not run).
+
+// A tensor map needs a row stride that is a multiple of 16 bytes: with b's stride
+// (argument 6) not known to be one, both loads keep their cp.async copies.
+// UNALIGNED-LABEL: func.func @tma_kloop
+// UNALIGNED-NOT: tile.tma_load
+// UNALIGNED: "tile.async_copy"
+// UNALIGNED-NOT: tile.tma_load
+// UNALIGNED: return
 
 // TMA-LABEL: func.func @tma_kloop
 // TMA-SAME: %[[DA:[^:]*]]: !llvm.ptr, %[[DB:[^:]*]]: !llvm.ptr)
