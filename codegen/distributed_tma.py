@@ -8,16 +8,19 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
 - `tile.tma_load`: if the copy is live, one `nvgpu.tma.async.load`
   (`cp.async.bulk.tensor.2d`) per 128-byte panel of the slot, each from lane 0
   of the next warp in turn; the first also announces the slot's bytes with
-  `nvgpu.mbarrier.arrive.expect_tx`. The tensor map is a kernel argument (`!llvm.ptr`, encoded by the host,
-  `runtime/tensor_maps.py`); its box and swizzle are those of the ring's slots
-  (`SharedTile`), so the copies land in the layout wgmma reads.
+  `nvgpu.mbarrier.arrive.expect_tx`. The tensor map is a kernel argument
+  (`!llvm.ptr`, encoded by the host, `runtime/tensor_maps.py`); its box and
+  swizzle are those of the ring's slots (`SharedTile`), so the copies land in
+  the layout wgmma reads.
 - `tile.mbarrier_wait`: every thread `nvgpu.mbarrier.try_wait.parity`.
 
     # before (tile-opt stage)
     "tile.tma_load"(%ring, %slot, %bars, %desc, %row, %col, %live) {box = [128, 32], swizzle = 64}
     # after (gpu stage)
-    nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c8192, predicate = %lane0_of_warp_k_and_live
-    nvgpu.tma.async.load %d[%col, %row], %bars[%slot] to %view, predicate = %lane0_of_warp_k_and_live
+    scf.if %warp_is_k {
+      nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c8192, predicate = %lane0_and_live
+      nvgpu.tma.async.load %d[%col, %row], %bars[%slot] to %view, predicate = %lane0_and_live
+    }
 """
 
 from __future__ import annotations
