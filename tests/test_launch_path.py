@@ -312,3 +312,19 @@ def test_encode_tensor_map_arguments(monkeypatch):
     assert data == bytes([7]) * 128
     assert seen == dict(dtype=9, rank=2, address=0x10000, dims=[320, 256], strides=[640], box=[64, 128],
                         estrides=[1, 1], swizzle=3, oob=0)
+
+
+def test_tensor_map_error_names_the_argument(monkeypatch):
+    """A tensor map the driver refuses is an error naming the argument and the block view."""
+    from tile.runtime.tensor_maps import TensorMap
+
+    def refuse(*args):
+        raise cuda_driver.CudaError("cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE (invalid argument)")
+
+    monkeypatch.setattr(cuda_driver, "encode_tensor_map", refuse)
+    entry = {"arg": 1, "part": "tma", "type": "ptr", "dtype": "bf16", "elem_bytes": 2, "rows": ["arg", 6],
+             "cols": ["const", 64], "stride": ["arg", 9], "box": [64, 64], "swizzle": 128}
+    m = TensorMap(entry, ["a", "b"])
+    assert m.scalar_args() == [6, 9] and m.sizes([0] * 6 + [300, 0, 0, 520]) == (300, 64, 520)
+    with pytest.raises(cuda_driver.CudaError, match=r"argument 'b': no TMA descriptor for a 300 x 64 block view"):
+        m(0x1002, 300, 64, 520)
