@@ -79,11 +79,12 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from ..dialects import pipeline_ops
-from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
+from ..dialects.layout import Wgmma, encoding_of
 from ..dialects.op_definition import create
-from .block_access import match_block
+from .loop_slice import body_slice, clone_slice, inside
 from .registry import register_pass
 from .tile_fuse import through_groups
+from .tma_copies import add_descriptor, issue_tma, tma_blocks
 from .walk import all_ops
 
 _DOT_OPERANDS = (0, 1)
@@ -105,59 +106,6 @@ def _is_zero(v) -> bool:
         if isinstance(attr, ir.IntegerAttr):
             return attr.value == 0
     return False
-
-
-def _inside(op, region_op) -> bool:
-    """Whether op is nested (at any depth) in region_op."""
-    p = op
-    while p is not None:
-        if p == region_op:
-            return True
-        p = p.parent
-    return False
-
-
-def _slice(values, body, loop, iv):
-    """The ops of `body` that compute `values`, in body order; None if they read a loop-carried value."""
-    needed, work = set(), list(values)
-    while work:
-        v = work.pop()
-        if v == iv:
-            continue
-        if isinstance(v.owner, ir.Block):
-            if _inside(v.owner.owner, loop):  # an iter_arg (or a block argument nested in the body)
-                return None
-            continue
-        op = v.owner.operation
-        if not _inside(op, loop):
-            continue
-        top = op
-        while top.parent != loop:  # the op of `body` that holds it
-            top = top.parent
-        if top in needed:
-            continue
-        if top.name not in ("scf.execute_region",) and top.regions:
-            return None
-        needed.add(top)
-        for inner in all_ops(top):
-            for o in inner.operands:
-                work.append(o)
-    return [op.operation for op in body.operations if op.operation in needed]
-
-
-def _remap(op, mapping):
-    for inner in all_ops(op):
-        for i, o in enumerate(inner.operands):
-            if o in mapping:
-                inner.operands[i] = mapping[o]
-
-
-def _clone_slice(ops, mapping, ip):
-    for op in ops:
-        new = op.clone(ip=ip)
-        _remap(new, mapping)
-        for a, b in zip(op.results, new.results):
-            mapping[a] = b
 
 
 def _position(block, op) -> int:
@@ -193,9 +141,9 @@ class TilePipeline:
             if (t.rank != 2 or str(t.element_type) not in ("f16", "bf16") or not users or not _is_zero(other)
                     or any(o.name != "tile.dot" or n not in _DOT_OPERANDS or o.parent != loop for o, n in users)):
                 continue
-            if not isinstance(base.owner, ir.Block) and _inside(base.owner.operation, loop):
+            if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop):
                 continue
-            ops = _slice([offsets, mask], body, loop, iv)
+            ops = body_slice([offsets, mask], body, loop, iv)
             if ops is not None:
                 found.append((op, ops))
         return found
@@ -212,7 +160,7 @@ class TilePipeline:
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
         rings = []
-        blocks = self.tma_blocks(found) if self.tma else None
+        blocks = tma_blocks(found, self.divisible_args) if self.tma else None
         # Prologue: rings and the first `ahead` iterations' copies, before the loop.
         with ir.InsertionPoint(loop), loop.location:
             for load, _ in found:
@@ -220,8 +168,8 @@ class TilePipeline:
                 rings.append(pipeline_ops.local_alloc(S, list(t.shape), t.element_type))
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
-                descs = [self.descriptor(load) for load, _ in found]
-                issue = functools.partial(self.issue_tma, found, blocks, rings, bars, descs)
+                descs = [add_descriptor(load) for load, _ in found]
+                issue = functools.partial(issue_tma, found, blocks, rings, bars, descs)
             else:
                 issue = functools.partial(self.issue, found, rings)
             for s in range(ahead):
@@ -297,7 +245,7 @@ class TilePipeline:
         loop = found[0][0].parent
         needed = {op for _, ops in found for op in ops}
         mapping = {loop.regions[0].blocks[0].arguments[0]: it}
-        _clone_slice([op.operation for op in loop.regions[0].blocks[0].operations if op.operation in needed], mapping, ip)
+        clone_slice([op.operation for op in loop.regions[0].blocks[0].operations if op.operation in needed], mapping, ip)
         with ip:
             live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
             for (load, _), ring in zip(found, rings):
@@ -306,94 +254,3 @@ class TilePipeline:
                 m = arith.andi(m, create("splat", [m.type], [live]).result)
                 pipeline_ops.async_copy(ring, slot, base, mapping.get(offsets, offsets), m)
             pipeline_ops.async_commit()
-
-    # ---- TMA copies (sm_90a) ------------------------------------------------------
-    def tma_blocks(self, found) -> list | None:
-        """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
-        kernel tensor known 16-byte aligned, bounds and a row stride that are kernel arguments
-        or constants, the stride a known multiple of 16 bytes (what a tensor map requires),
-        and a slot of at most 256 rows in swizzled panels."""
-        divisible = {int(i) for i in self.divisible_args.split(",") if i}
-        blocks = []
-        for load, _ in found:
-            t = ir.RankedTensorType(load.results[0].type)
-            b = match_block(load)
-            if (b is None or t.shape[0] > 256 or shared_panel(t.shape[1], element_bits(t.element_type))[1] == 0
-                    or _kernel_argument(load.operands[0]) not in divisible
-                    or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
-                return None
-            kind, value = _reference(b.stride).split(":")
-            if not (int(value) in divisible if kind == "arg" else int(value) * element_bits(t.element_type) % 128 == 0):
-                return None
-            blocks.append(b)
-        return blocks
-
-    def descriptor(self, load) -> ir.Value:
-        """A new kernel argument: the pointer to the tensor map of `load`'s tensor, which the
-        host encodes from the arguments the function's `tile.tma` entry names."""
-        fn = load.parent
-        while fn.operation.name != "func.func":
-            fn = fn.parent
-        b = match_block(load)
-        t = ir.RankedTensorType(load.results[0].type)
-        panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
-        ptr = ir.Type.parse("!llvm.ptr")
-        arg = fn.regions[0].blocks[0].add_argument(ptr, fn.location)
-        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, ptr], ftype.results))
-        i64 = ir.IntegerType.get_signless(64)
-        entry = ir.DictAttr.get({
-            "tensor": ir.IntegerAttr.get(i64, _kernel_argument(load.operands[0])),
-            **{k: ir.StringAttr.get(_reference(v)) for k, v in (("rows", b.rows), ("cols", b.cols), ("stride", b.stride))},
-            "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (t.shape[0], panel)]),
-            "swizzle": ir.IntegerAttr.get(i64, swizzle)})
-        old = list(ir.ArrayAttr(fn.attributes["tile.tma"])) if "tile.tma" in fn.attributes else []
-        fn.attributes["tile.tma"] = ir.ArrayAttr.get(old + [entry])
-        return arg
-
-    def issue_tma(self, found, blocks, rings, bars, descs, slot, it, ub, ip):
-        """The TMA copies of iteration `it` into `slot`: one `tile.tma_load` per load, at the
-        block's start evaluated at `it` (a bound of 0 or less moves it out of bounds: zeros)."""
-        loop = found[0][0].parent
-        body = loop.regions[0].blocks[0]
-        starts = [x for b in blocks for x, _ in (b.row, b.col) if x is not None]
-        mapping = {body.arguments[0]: it}
-        _clone_slice(_slice(starts, body, loop, body.arguments[0]) or [], mapping, ip)
-        with ip:
-            live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
-            for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
-                t = ir.RankedTensorType(load.results[0].type)
-                row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))
-                panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
-                pipeline_ops.tma_load(ring, slot, bars, desc, row, col, live, [t.shape[0], panel], swizzle)
-
-
-def _kernel_argument(v) -> int | None:
-    """The argument number of v if it is an argument of the kernel function."""
-    if isinstance(v.owner, ir.Block) and v.owner.owner is not None and v.owner.owner.operation.name == "func.func":
-        return v.arg_number
-    return None
-
-
-def _reference(v) -> str | None:
-    """How the host finds a scalar's value: "arg:N" (kernel argument N) or "const:V"."""
-    n = _kernel_argument(v)
-    if n is not None:
-        return f"arg:{n}"
-    if not isinstance(v.owner, ir.Block) and v.owner.operation.name == "arith.constant":
-        return f"const:{ir.IntegerAttr(v.owner.attributes['value']).value}"
-    return None
-
-
-def _coordinate(start, bound, mapping):
-    """start = (value or None, constant) at the issued iteration, as an i32; pushed far out of
-    bounds when `bound` (not a positive constant) is 0 or less, since a tensor map's dims are >= 1."""
-    i32 = ir.IntegerType.get_signless(32)
-    value, const = start
-    c = arith.ConstantOp(i32, const).result
-    v = c if value is None else arith.addi(mapping.get(value, value), c) if const else mapping.get(value, value)
-    ref = _reference(bound)
-    if ref is not None and ref.startswith("const:") and int(ref[6:]) > 0:
-        return v
-    positive = arith.cmpi(arith.CmpIPredicate.sgt, bound, arith.ConstantOp(i32, 0).result)
-    return arith.select(positive, v, arith.ConstantOp(i32, 1 << 30).result)

@@ -1,0 +1,107 @@
+"""TMA copies for `tile-pipeline` (sm_90a): which pipelined loads can be TMA copies
+(`block_access.py` says which block each reads; the specialization must promise
+the alignment a tensor map needs), the tensor-map argument each one adds to the
+kernel (described in its `tile.tma` attribute for the host), and the
+`tile.tma_load` ops that issue one iteration's copies.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith
+
+from ..dialects import pipeline_ops
+from ..dialects.layout import element_bits, shared_panel
+from .block_access import match_block
+from .loop_slice import body_slice, clone_slice
+
+
+def tma_blocks(found, divisible_args: str) -> list | None:
+    """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
+    kernel tensor known 16-byte aligned, bounds and a row stride that are kernel arguments
+    or constants, the stride a known multiple of 16 bytes (what a tensor map requires),
+    and a slot of at most 256 rows in swizzled panels."""
+    divisible = {int(i) for i in divisible_args.split(",") if i}
+    blocks = []
+    for load, _ in found:
+        t = ir.RankedTensorType(load.results[0].type)
+        b = match_block(load)
+        if (b is None or t.shape[0] > 256 or shared_panel(t.shape[1], element_bits(t.element_type))[1] == 0
+                or _kernel_argument(load.operands[0]) not in divisible
+                or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
+            return None
+        kind, value = _reference(b.stride).split(":")
+        if not (int(value) in divisible if kind == "arg" else int(value) * element_bits(t.element_type) % 128 == 0):
+            return None
+        blocks.append(b)
+    return blocks
+
+def add_descriptor(load) -> ir.Value:
+    """A new kernel argument: the pointer to the tensor map of `load`'s tensor, which the
+    host encodes from the arguments the function's `tile.tma` entry names."""
+    fn = load.parent
+    while fn.operation.name != "func.func":
+        fn = fn.parent
+    b = match_block(load)
+    t = ir.RankedTensorType(load.results[0].type)
+    panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
+    ptr = ir.Type.parse("!llvm.ptr")
+    arg = fn.regions[0].blocks[0].add_argument(ptr, fn.location)
+    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, ptr], ftype.results))
+    i64 = ir.IntegerType.get_signless(64)
+    entry = ir.DictAttr.get({
+        "tensor": ir.IntegerAttr.get(i64, _kernel_argument(load.operands[0])),
+        **{k: ir.StringAttr.get(_reference(v)) for k, v in (("rows", b.rows), ("cols", b.cols), ("stride", b.stride))},
+        "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (t.shape[0], panel)]),
+        "swizzle": ir.IntegerAttr.get(i64, swizzle)})
+    old = list(ir.ArrayAttr(fn.attributes["tile.tma"])) if "tile.tma" in fn.attributes else []
+    fn.attributes["tile.tma"] = ir.ArrayAttr.get(old + [entry])
+    return arg
+
+def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip):
+    """The TMA copies of iteration `it` into `slot`: one `tile.tma_load` per load, at the
+    block's start evaluated at `it` (a bound of 0 or less moves it out of bounds: zeros)."""
+    loop = found[0][0].parent
+    body = loop.regions[0].blocks[0]
+    starts = [x for b in blocks for x, _ in (b.row, b.col) if x is not None]
+    mapping = {body.arguments[0]: it}
+    clone_slice(body_slice(starts, body, loop, body.arguments[0]) or [], mapping, ip)
+    with ip:
+        live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
+        for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
+            t = ir.RankedTensorType(load.results[0].type)
+            row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))
+            panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
+            pipeline_ops.tma_load(ring, slot, bars, desc, row, col, live, [t.shape[0], panel], swizzle)
+
+
+def _kernel_argument(v) -> int | None:
+    """The argument number of v if it is an argument of the kernel function."""
+    if isinstance(v.owner, ir.Block) and v.owner.owner is not None and v.owner.owner.operation.name == "func.func":
+        return v.arg_number
+    return None
+
+
+def _reference(v) -> str | None:
+    """How the host finds a scalar's value: "arg:N" (kernel argument N) or "const:V"."""
+    n = _kernel_argument(v)
+    if n is not None:
+        return f"arg:{n}"
+    if not isinstance(v.owner, ir.Block) and v.owner.operation.name == "arith.constant":
+        return f"const:{ir.IntegerAttr(v.owner.attributes['value']).value}"
+    return None
+
+
+def _coordinate(start, bound, mapping):
+    """start = (value or None, constant) at the issued iteration, as an i32; pushed far out of
+    bounds when `bound` (not a positive constant) is 0 or less, since a tensor map's dims are >= 1."""
+    i32 = ir.IntegerType.get_signless(32)
+    value, const = start
+    c = arith.ConstantOp(i32, const).result
+    v = c if value is None else arith.addi(mapping.get(value, value), c) if const else mapping.get(value, value)
+    ref = _reference(bound)
+    if ref is not None and ref.startswith("const:") and int(ref[6:]) > 0:
+        return v
+    positive = arith.cmpi(arith.CmpIPredicate.sgt, bound, arith.ConstantOp(i32, 0).result)
+    return arith.select(positive, v, arith.ConstantOp(i32, 1 << 30).result)
