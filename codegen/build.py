@@ -55,17 +55,17 @@ def tma_abi(tile_opt_stage: str, signature, ctx) -> list[dict]:
     that give its bounds and row stride ("arg:N" / "const:V"), the box and swizzle."""
     if "tile.tma" not in tile_opt_stage:
         return []
-    tensors = [d for _, kind, d in (s for s in signature if s[1] != "constexpr")]
+    details = [d for _, kind, d in signature if kind != "constexpr"]
     out = []
     with ctx, ir.Location.unknown():
         fn = next(op for op in ir.Module.parse(tile_opt_stage).body.operations if "tile.tma" in op.attributes)
-        for e in ir.ArrayAttr(fn.attributes["tile.tma"]):
-            e = ir.DictAttr(e)
-            ref = lambda k: (lambda kind, v: [kind, int(v)])(*ir.StringAttr(e[k]).value.split(":"))  # noqa: E731
-            dt = tensors[ir.IntegerAttr(e["tensor"]).value][0]
-            out.append({"arg": ir.IntegerAttr(e["tensor"]).value, "part": "tma", "type": "ptr", "dtype": dt.mlir,
-                        "elem_bytes": max(1, dt.bits // 8), "rows": ref("rows"), "cols": ref("cols"),
-                        "stride": ref("stride"), "box": [ir.IntegerAttr(b).value for b in ir.ArrayAttr(e["box"])],
+        for e in map(ir.DictAttr, ir.ArrayAttr(fn.attributes["tile.tma"])):
+            refs = {k: ir.StringAttr(e[k]).value.split(":") for k in ("rows", "cols", "stride")}
+            arg = ir.IntegerAttr(e["tensor"]).value
+            dt = details[arg][0]
+            out.append({"arg": arg, "part": "tma", "type": "ptr", "dtype": dt.mlir, "elem_bytes": max(1, dt.bits // 8),
+                        **{k: [kind, int(v)] for k, (kind, v) in refs.items()},
+                        "box": [ir.IntegerAttr(b).value for b in ir.ArrayAttr(e["box"])],
                         "swizzle": ir.IntegerAttr(e["swizzle"]).value})
     return out
 

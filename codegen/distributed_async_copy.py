@@ -106,7 +106,7 @@ class Ring:
     rows: int
     cols: int
     elem: ir.Type
-    byte_base: int = 0  # where `buf` starts in the dynamic shared memory
+    byte_base: int  # where `buf` starts in the dynamic shared memory
 
     @property
     def slot_bytes(self) -> int:
@@ -120,20 +120,18 @@ def shared_buffer(self, elem, count: int, align: int = 1024):
     """`count` elements of shared memory reserved for the rest of the kernel: after
     everything used so far; later scratch goes above it. 1024-byte aligned, the
     period of the 128-byte swizzle (the shared memory itself is aligned so,
-    see `align-dynamic-shared`)."""
+    see `align-dynamic-shared`). Returns the view and its byte offset."""
     self.scratch_base = max(self.scratch_bytes, self.scratch_base)
     view = self.scratch(elem, count, align)
     self.scratch_base = self.scratch_bytes  # the buffer's end
-    return view
+    return view, self.scratch_base - count * bits(elem) // 8
 
 
 def op_tile_local_alloc(self, op):
     t = ir.MemRefType(op.results[0].type)
     stages, rows, cols = t.shape
-    buf = shared_buffer(self, t.element_type, stages * rows * cols)
-    ring = Ring(buf, stages, rows, cols, t.element_type)
-    ring.byte_base = self.scratch_base - stages * ring.slot_bytes  # shared_buffer left scratch_base at its end
-    self.map[op.results[0]] = ring
+    buf, byte_base = shared_buffer(self, t.element_type, stages * rows * cols)
+    self.map[op.results[0]] = Ring(buf, stages, rows, cols, t.element_type, byte_base)
 
 
 def op_tile_local_load(self, op):

@@ -168,7 +168,7 @@ class TilePipeline:
                 rings.append(pipeline_ops.local_alloc(S, list(t.shape), t.element_type))
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
-                descs = [add_descriptor(load) for load, _ in found]
+                descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
                 issue = functools.partial(issue_tma, found, blocks, rings, bars, descs)
             else:
                 issue = functools.partial(self.issue, found, rings)

@@ -30,19 +30,19 @@ def tma_blocks(found, divisible_args: str) -> list | None:
                 or _kernel_argument(load.operands[0]) not in divisible
                 or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
             return None
-        kind, value = _reference(b.stride).split(":")
-        if not (int(value) in divisible if kind == "arg" else int(value) * element_bits(t.element_type) % 128 == 0):
+        kind, value = _reference(b.stride)
+        if not (value in divisible if kind == "arg" else value * element_bits(t.element_type) % 128 == 0):
             return None
         blocks.append(b)
     return blocks
 
-def add_descriptor(load) -> ir.Value:
-    """A new kernel argument: the pointer to the tensor map of `load`'s tensor, which the
-    host encodes from the arguments the function's `tile.tma` entry names."""
+
+def add_descriptor(load, b) -> ir.Value:
+    """A new kernel argument: the pointer to the tensor map of `load`'s tensor (which reads
+    block `b`), which the host encodes from the arguments the function's `tile.tma` entry names."""
     fn = load.parent
     while fn.operation.name != "func.func":
         fn = fn.parent
-    b = match_block(load)
     t = ir.RankedTensorType(load.results[0].type)
     panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
     ptr = ir.Type.parse("!llvm.ptr")
@@ -52,12 +52,14 @@ def add_descriptor(load) -> ir.Value:
     i64 = ir.IntegerType.get_signless(64)
     entry = ir.DictAttr.get({
         "tensor": ir.IntegerAttr.get(i64, _kernel_argument(load.operands[0])),
-        **{k: ir.StringAttr.get(_reference(v)) for k, v in (("rows", b.rows), ("cols", b.cols), ("stride", b.stride))},
+        **{k: ir.StringAttr.get("{}:{}".format(*_reference(v)))
+           for k, v in (("rows", b.rows), ("cols", b.cols), ("stride", b.stride))},
         "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (t.shape[0], panel)]),
         "swizzle": ir.IntegerAttr.get(i64, swizzle)})
     old = list(ir.ArrayAttr(fn.attributes["tile.tma"])) if "tile.tma" in fn.attributes else []
     fn.attributes["tile.tma"] = ir.ArrayAttr.get(old + [entry])
     return arg
+
 
 def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip):
     """The TMA copies of iteration `it` into `slot`: one `tile.tma_load` per load, at the
@@ -83,13 +85,13 @@ def _kernel_argument(v) -> int | None:
     return None
 
 
-def _reference(v) -> str | None:
-    """How the host finds a scalar's value: "arg:N" (kernel argument N) or "const:V"."""
+def _reference(v) -> tuple[str, int] | None:
+    """How the host finds a scalar's value: ("arg", N) (kernel argument N) or ("const", V)."""
     n = _kernel_argument(v)
     if n is not None:
-        return f"arg:{n}"
+        return "arg", n
     if not isinstance(v.owner, ir.Block) and v.owner.operation.name == "arith.constant":
-        return f"const:{ir.IntegerAttr(v.owner.attributes['value']).value}"
+        return "const", ir.IntegerAttr(v.owner.attributes["value"]).value
     return None
 
 
@@ -101,7 +103,7 @@ def _coordinate(start, bound, mapping):
     c = arith.ConstantOp(i32, const).result
     v = c if value is None else arith.addi(mapping.get(value, value), c) if const else mapping.get(value, value)
     ref = _reference(bound)
-    if ref is not None and ref.startswith("const:") and int(ref[6:]) > 0:
+    if ref is not None and ref[0] == "const" and ref[1] > 0:
         return v
     positive = arith.cmpi(arith.CmpIPredicate.sgt, bound, arith.ConstantOp(i32, 0).result)
     return arith.select(positive, v, arith.ConstantOp(i32, 1 << 30).result)

@@ -27,10 +27,6 @@ class TensorMap:
         self.elem_bytes = entry["elem_bytes"]
         self._cache: dict = {}
 
-    def scalar_args(self) -> list[int]:
-        """The run-time arguments that give its rows, cols and stride (constants are in the entry)."""
-        return [v for kind, v in self.refs if kind == "arg"]
-
     def sizes(self, values: list) -> tuple[int, int, int]:
         return tuple(values[v] if kind == "arg" else v for kind, v in self.refs)
 

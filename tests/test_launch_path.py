@@ -325,6 +325,6 @@ def test_tensor_map_error_names_the_argument(monkeypatch):
     entry = {"arg": 1, "part": "tma", "type": "ptr", "dtype": "bf16", "elem_bytes": 2, "rows": ["arg", 6],
              "cols": ["const", 64], "stride": ["arg", 9], "box": [64, 64], "swizzle": 128}
     m = TensorMap(entry, ["a", "b"])
-    assert m.scalar_args() == [6, 9] and m.sizes([0] * 6 + [300, 0, 0, 520]) == (300, 64, 520)
+    assert m.sizes([0] * 6 + [300, 0, 0, 520]) == (300, 64, 520)
     with pytest.raises(cuda_driver.CudaError, match=r"argument 'b': no TMA descriptor for a 300 x 64 block view"):
         m(0x1002, 300, 64, 520)
