@@ -17,6 +17,7 @@ from ..dialects import make_context
 from ..frontend.emitter import emit_kernel
 from ..frontend.errors import CompilationError, TileError
 from ..frontend.parser import parse_function
+from ..passes.walk import collect
 from ..runtime.toolchain import PINS
 from .compiler import run_stages
 
@@ -91,9 +92,12 @@ def _ptxas_summary(log: str) -> dict:
 
 
 def _tensor_core_dots(module) -> bool:
-    """True unless the kernel has a dot that mma.sync cannot do (f32 operands, K not a multiple of 16)."""
-    for m in re.finditer(r'"tile.dot"\(.*?\) : \(tensor<(\d+)x(\d+)x(\w+)', str(module)):
-        if m.group(3) not in ("f16", "bf16") or int(m.group(2)) % 16:
+    """True unless the kernel has a dot that mma.sync cannot do: f32 operands without
+    tf32, or K not a multiple of the instruction's (16 for 16-bit operands, 8 for tf32)."""
+    for dot in collect(module.operation, ["tile.dot"]):
+        a = ir.RankedTensorType(dot.operands[0].type)
+        step = 8 if "input_precision" in dot.attributes else 16
+        if (str(a.element_type) not in ("f16", "bf16") and step == 16) or a.shape[1] % step:
             return False
     return True
 
@@ -106,7 +110,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     with ctx, ir.Location.unknown():
         module = emit_kernel(kernel._parsed, kernel.fn.__globals__, kernel.name, signature)
         if target != "cpu" and not _tensor_core_dots(module):
-            options = {**options, "codegen": "linalg"}  # f32 dots have no tensor-core path yet
+            options = {**options, "codegen": "linalg"}  # exact f32 dots have no tensor-core path
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]

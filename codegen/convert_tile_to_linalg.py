@@ -17,6 +17,7 @@ from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
 from ..passes.registry import register_pass
 from ..passes.walk import collect
+from .tf32_rounding import round_to_tf32
 
 DYN = ir.ShapedType.get_dynamic_size()
 
@@ -242,6 +243,8 @@ def lower_store_tile(op):
 
 def lower_dot(op):
     a, b, acc = op.operands
+    if "input_precision" in op.attributes:  # tf32, the only other precision the verifier allows
+        a, b = round_to_tf32(a), round_to_tf32(b)
     return linalg.matmul(a, b, outs=[acc])
 
 

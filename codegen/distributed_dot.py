@@ -26,6 +26,7 @@ from .distributed_async_copy import SharedTile, shared_writes_done
 from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution
 from .distributed_wgmma import supported as wgmma_supported, wgmma_dot
 from .register_vectors import elements, from_elements, i32
+from .tf32_rounding import round_to_tf32
 
 
 def _stage(self, value, tile: SharedTile):
@@ -87,10 +88,12 @@ def op_tile_dot(self, op):
     elem = ir.RankedTensorType(a.type).element_type
     f32 = ir.F32Type.get()
     cd = self.dist(op.results[0])
-    if not isinstance(cd, MmaDistribution) or K % 16 or ir.RankedTensorType(acc.type).element_type != f32:
-        raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of 16")
-    if str(elem) not in ("f16", "bf16"):
-        raise TileError(f"dot on tensor cores takes f16 or bf16 operands, not {elem}")
+    tf32 = "input_precision" in op.attributes
+    step = 8 if tf32 else 16
+    if not isinstance(cd, MmaDistribution) or K % step or ir.RankedTensorType(acc.type).element_type != f32:
+        raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of {step}")
+    if str(elem) not in ("f16", "bf16") and not tf32:
+        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32), not {elem}")
     ta, tb = (self.map.get(v) for v in (a, b))
     ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
     if ta is None or tb is None:  # stage the register operands in a swizzled scratch tile
@@ -112,6 +115,8 @@ def op_tile_dot(self, op):
 
     (_, wn), (tm, tn), (reps_m, reps_n) = cd.layout.warps, cd.warp_tile, cd.reps
     warp_m, warp_n = arith.divui(self.warp, i32(wn)), arith.remui(self.warp, i32(wn))
+    if tf32:
+        return _tf32_dot(self, op, ta, tb, arith.muli(warp_m, i32(tm)), arith.muli(warp_n, i32(tn)))
     # ldmatrix x4: lanes 8j .. 8j+7 give the rows of matrix j; row r_l of the 16-row block,
     # column c_l (A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15);
     # B transposed: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)).
@@ -138,4 +143,46 @@ def op_tile_dot(self, op):
                     out = _mma(a_frags[rm], b_frag, [regs[i] for i in idx], elem)
                     for i, r in enumerate(idx):
                         regs[r] = out[i]
+    self.map[op.results[0]] = from_elements(regs, f32)
+
+
+def _tf32_dot(self, op, ta: SharedTile, tb: SharedTile, row0, col0):
+    """The f32 dot as `mma.sync.m16n8k8` on tf32: fragments read element by element
+    (ldmatrix moves 16-bit halves, which a transposed B would split), each rounded
+    to tf32 (`tf32_rounding.py`, as the loop lowering does) before the mma.
+
+    Lane = 4 * g + t holds A (16 x 8) at rows g, g + 8 and columns t, t + 4 (registers
+    a0..a3: (g, t), (g+8, t), (g, t+4), (g+8, t+4)) and B (8 x 8) at rows t, t + 4 of
+    column g; the accumulator is the m16n8 one of the 16-bit mma."""
+    cd = self.dist(op.results[0])
+    (reps_m, reps_n), K = cd.reps, ta.cols
+    f32 = ir.F32Type.get()
+    g, t = arith.shrui(self.lane, i32(2)), arith.andi(self.lane, i32(3))
+    t4 = arith.addi(t, i32(4))
+    # Rows 8 apart share a swizzle phase: A's rows differ by multiples of 8, B's by 4 too.
+    pa, pb = ta.phase(g), [tb.phase(t), tb.phase(t4)]
+    a_row, b_col = arith.addi(row0, g), arith.addi(col0, g)
+
+    def fragment(tile, coords, shape):
+        vals = [round_to_tf32(memref.LoadOp(tile.buf, [to_index(tile.offset(r, c, p))]).result) for r, c, p in coords]
+        return vector.FromElementsOp(ir.VectorType.get(shape, f32), vals).result
+
+    regs = elements(self.value(op.operands[2]), cd.num_registers)
+    for ks in range(K // 8):
+        k0, k4 = i32(ks * 8), i32(ks * 8 + 4)
+        a_frags = []
+        for rm in range(reps_m):
+            r0 = arith.addi(a_row, i32(rm * 16))
+            r8 = arith.addi(r0, i32(8))
+            c0, c4 = arith.addi(t, k0), arith.addi(t, k4)
+            a_frags.append(fragment(ta, [(r0, c0, pa), (r8, c0, pa), (r0, c4, pa), (r8, c4, pa)], [4, 1]))
+        for rn in range(reps_n):
+            col = arith.addi(b_col, i32(rn * 8))
+            b_frag = fragment(tb, [(arith.addi(t, k0), col, pb[0]), (arith.addi(t4, k0), col, pb[1])], [2, 1])
+            for rm in range(reps_m):
+                idx = [cd.register(rm, rn, i) for i in range(4)]
+                c = vector.FromElementsOp(ir.VectorType.get([2, 2], f32), [regs[i] for i in idx]).result
+                d = nvgpu.MmaSyncOp(c.type, a_frags[rm], b_frag, c, [16, 8, 8], tf32Enabled=True).result
+                for i, r in enumerate(idx):
+                    regs[r] = vector.extract(d, [], [i // 2, i % 2])
     self.map[op.results[0]] = from_elements(regs, f32)

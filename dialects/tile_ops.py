@@ -251,15 +251,22 @@ def _verify_dot(op):
         return f"dot needs (M, K) x (K, N) + (M, N) tiles, got {a} x {b} + {acc}"
     if _elem(op.operands[0]) != _elem(op.operands[1]):
         return "dot operands must have the same element type"
+    if "input_precision" in op.attributes:
+        precision = ir.StringAttr(op.attributes["input_precision"]).value
+        if precision != "tf32" or str(_elem(op.operands[0])) != "f32":
+            return f"dot input_precision \"{precision}\" needs f32 operands and is \"tf32\""
 
 
 @define("dot", operands=[("a", "tensor"), ("b", "tensor"), ("acc", "tensor")], results=[("result", "tensor")], verify=_verify_dot)
-def dot(a, b, acc, *, loc=None, ip=None) -> ir.Value:
-    """Matrix product of two tiles added to an accumulator tile.
+def dot(a, b, acc, *, tf32: bool = False, loc=None, ip=None) -> ir.Value:
+    """Matrix product of two tiles added to an accumulator tile; with `tf32`, f32
+    operands are first rounded to tf32 (10-bit mantissa, to nearest, ties away from 0).
 
     %c = "tile.dot"(%a, %b, %acc) : (tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+    %d = "tile.dot"(%x, %y, %acc) {input_precision = "tf32"} : (tensor<64x32xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
     """
-    return create("dot", [acc.type], [a, b, acc], loc=loc, ip=ip).result
+    attributes = {"input_precision": ir.StringAttr.get("tf32")} if tf32 else None
+    return create("dot", [acc.type], [a, b, acc], attributes, loc=loc, ip=ip).result
 
 
 def _verify_convert_layout(op):

@@ -1,8 +1,9 @@
 """Matmul with a fused epilogue: out = gelu(a @ b + bias), in one kernel.
 
 Any M, N, K (tails are masked), inputs in any layout given by their strides
-(row- or column-major), f32 accumulation of f16/bf16/f32 inputs, grouped
-program order so that neighbouring programs share tiles of `a` in L2.
+(row- or column-major), f32 accumulation of f16/bf16/f32 inputs (f32 exactly,
+or on the tensor cores as tf32 with `input_precision="tf32"`), grouped program
+order so that neighbouring programs share tiles of `a` in L2.
 """
 
 import math
@@ -21,7 +22,7 @@ def gelu(x):
 @tile.kernel
 def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
                   BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, GROUP: tile.constexpr,
-                  ACTIVATION: tile.constexpr):
+                  ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee"):
     pid = tile.program_id(0)
     n_m = tile.cdiv(M, BM)
     n_n = tile.cdiv(N, BN)
@@ -39,7 +40,7 @@ def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
         ka = k0 + rk
         a_tile = tile.load(a + rm[:, None] * s_am + ka[None, :] * s_ak, mask=(rm[:, None] < M) & (ka[None, :] < K))
         b_tile = tile.load(b + ka[:, None] * s_bk + rn[None, :] * s_bn, mask=(ka[:, None] < K) & (rn[None, :] < N))
-        acc = tile.dot(a_tile, b_tile, acc)
+        acc = tile.dot(a_tile, b_tile, acc, input_precision=PRECISION)
     acc = acc + tile.load(bias + rn, mask=rn < N).to(tile.float32)[None, :]
     if ACTIVATION == "gelu":
         acc = gelu(acc)
@@ -48,38 +49,50 @@ def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str = "gelu",
-           BM: int = 32, BN: int = 32, BK: int = 16, GROUP: int = 4) -> torch.Tensor:
+           BM: int = 32, BN: int = 32, BK: int = 16, GROUP: int = 4, input_precision: str = "ieee") -> torch.Tensor:
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {K} and {K2}"
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (tile.cdiv(M, BM) * tile.cdiv(N, BN),)
     matmul_kernel[grid](a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
-                        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation)
+                        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision)
     return out
 
 
-def reference(a, b, bias, activation="gelu"):
-    y = a.float() @ b.float() + bias.float()
+def round_to_tf32(x: torch.Tensor) -> torch.Tensor:
+    """f32 -> nearest tf32 (ties away from zero), as the kernel rounds its dot operands."""
+    bits = x.contiguous().view(torch.int32)
+    return torch.where(torch.isnan(x), x, ((bits + 0x1000) & -0x2000).view(torch.float32))
+
+
+def reference(a, b, bias, activation="gelu", input_precision="ieee"):
+    if input_precision == "tf32":
+        a, b = round_to_tf32(a), round_to_tf32(b)
+    y = (a.double() @ b.double()).float() + bias.float()
     return (torch.nn.functional.gelu(y, approximate="tanh") if activation == "gelu" else y).to(a.dtype)
 
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
     big = dict(BM=128, BN=128, BK=32, GROUP=8)  # whole 64-row warpgroups: wgmma on a Hopper GPU
-    cases = [(torch.float32, (70, 45, 37), {}), (torch.bfloat16, (64, 96, 80), {}), (torch.float16, (100, 72, 48), {}),
-             (torch.bfloat16, (300, 200, 100), big), (torch.float16, (260, 130, 72), big)]  # tails in M, N and K
-    for dtype, (M, N, K), tiles in cases:
+    tf32 = dict(input_precision="tf32")
+    # (dtype, (M, N, K), tile options, b column-major); tails in M, N and K
+    cases = [(torch.float32, (70, 45, 37), {}, True), (torch.bfloat16, (64, 96, 80), {}, True),
+             (torch.float16, (100, 72, 48), {}, True), (torch.bfloat16, (300, 200, 100), big, True),
+             (torch.float16, (260, 130, 72), big, True), (torch.float32, (70, 45, 37), tf32, True),
+             (torch.float32, (300, 200, 96), {**big, **tf32}, False)]
+    for dtype, (M, N, K), tiles, b_col_major in cases:
         a = torch.randn(M, K, device=device, dtype=dtype)
-        b = torch.randn(N, K, device=device, dtype=dtype).t()  # column-major, through its strides
+        b = torch.randn(N, K, device=device, dtype=dtype).t() if b_col_major else torch.randn(K, N, device=device, dtype=dtype)
         bias = torch.randn(N, device=device, dtype=dtype)
         got = matmul(a, b, bias, **tiles)
-        want = reference(a, b, bias)
+        # tf32 is checked against the product of the rounded operands, which an exact f32 product misses by ~1e-2.
+        want = reference(a, b, bias, input_precision=tiles.get("input_precision", "ieee"))
         tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2 * math.sqrt(K))
         torch.testing.assert_close(got, want, **tol)
-    shapes = ", ".join(f"{str(d).split('.')[-1]} {s}" for d, s, _ in cases)
-    print(f"matmul: {shapes} (column-major b) + bias + gelu on {device} match torch")
-
+    shapes = ", ".join(f"{str(d).split('.')[-1]}{' tf32' if t.get('input_precision') else ''} {s}" for d, s, t, _ in cases)
+    print(f"matmul: {shapes} + bias + gelu on {device} match torch")
 
 if __name__ == "__main__":
     main()

@@ -237,8 +237,10 @@ def _cast(x, dtype):
 
 
 @emitter("dot")
-def _dot(a, b, acc=None):
+def _dot(a, b, acc=None, input_precision=None):
     a, b = _tile(a, "dot's a"), _tile(b, "dot's b")
+    if input_precision not in (None, "ieee", "tf32"):
+        raise SemanticError(f"dot's input_precision must be \"ieee\" or \"tf32\", got {_describe(input_precision)}")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise SemanticError(f"dot needs (M, K) and (K, N) tiles, got {a.shape} and {b.shape}")
     if a.dtype != b.dtype:
@@ -247,7 +249,8 @@ def _dot(a, b, acc=None):
     acc = constant(0, float32, shape) if acc is None else _tile(acc, "dot's acc")
     if acc.shape != shape:
         raise SemanticError(f"dot accumulator must have shape {shape}, got {acc.shape}")
-    return Tile(tile_ops.dot(a.value, b.value, acc.value))
+    # As in Triton, the precision applies to f32 operands; 16-bit ones are exact already.
+    return Tile(tile_ops.dot(a.value, b.value, acc.value, tf32=input_precision == "tf32" and a.dtype == float32))
 
 
 @emitter("cdiv")

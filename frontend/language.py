@@ -160,8 +160,10 @@ def cast(x, dtype):
 
 
 @_builtin
-def dot(a, b, acc=None):
-    """(M, K) @ (K, N) + acc, accumulated in f32 for 16-bit inputs."""
+def dot(a, b, acc=None, input_precision=None):
+    """(M, K) @ (K, N) + acc, accumulated in f32. f32 operands are multiplied exactly
+    ("ieee", the default) or, with input_precision="tf32", rounded to tf32 first, which
+    puts them on the tensor cores of a GPU."""
 
 
 def cdiv(a, b):

@@ -10,7 +10,7 @@ loads they replace; `convert-tile-to-gpu` lowers the new ops to
 operands from the ring (`ldmatrix` for mma.sync, matrix descriptors for wgmma).
 
 A `tile.load` in an `scf.for` body is pipelined when its only users are `dot`
-operands in that body, its `other` is zero (what `cp.async` fills in) and its
+operands in that body (16-bit, or f32 going to tf32 tensor-core dots), its `other` is zero (what `cp.async` fills in) and its
 offsets and mask depend only on the induction variable and on values defined
 outside the loop. For S = num_stages (>= 2):
 
@@ -138,7 +138,8 @@ class TilePipeline:
             base, offsets, mask, other = op.operands
             t = ir.RankedTensorType(op.results[0].type)
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]
-            if (t.rank != 2 or str(t.element_type) not in ("f16", "bf16") or not users or not _is_zero(other)
+            tensor_cores = ("f16", "bf16") if not all("input_precision" in o.attributes for o, _ in users) else ("f32",)
+            if (t.rank != 2 or str(t.element_type) not in tensor_cores or not users or not _is_zero(other)
                     or any(o.name != "tile.dot" or n not in _DOT_OPERANDS or o.parent != loop for o, n in users)):
                 continue
             if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop):

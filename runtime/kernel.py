@@ -122,6 +122,9 @@ class Kernel(FastLaunch):
             if k in values:
                 raise LaunchError(f"{self.name}() got argument '{k}' twice")
             values[k] = v
+        for p in self.params:  # defaults, constexprs' included (`BLOCK: tile.constexpr = 128`)
+            if p.name not in values and p.default is not p.empty:
+                values[p.name] = p.default
         missing = [n for n in names if n not in values]
         if missing:
             kind = "constexpr" if all(m in self.constexprs for m in missing) else "argument"
@@ -202,7 +205,7 @@ class Kernel(FastLaunch):
             values, options = self.bind(list(args), dict(kwargs))
             launch = self.launcher(values, options, self.target_for(values))
         else:
-            values = list(args) + [kwargs[p.name] for p in self.params[len(args):]]
+            values = list(args) + [kwargs.get(p.name, p.default) for p in self.params[len(args):]]
         if env[2]:
             return  # TILE_COMPILE_ONLY: ahead-of-time builds compile into the cache and run nothing
         if miss:

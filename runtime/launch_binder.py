@@ -124,8 +124,11 @@ class FastLaunch:
         again = f"{', '.join(grid)}, {pre}gf, {params_tuple}"
         slow = f"{pre}slow({again}, {pre}extra, {pre}kw, num_warps, num_stages)"
         meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
+        # A parameter's default is the binder's too; the others are missing until given.
+        given = {f"{pre}d{i}": p.default for i, p in enumerate(self.params) if p.default is not p.empty}
+        defaults = [f"{pre}d{i}" if f"{pre}d{i}" in given else M for i in range(len(names))]
         lines = [
-            f"def {pre}binder({', '.join(grid)}, {pre}gf, {''.join(f'{n}={M}, ' for n in names)}*{pre}extra, "
+            f"def {pre}binder({', '.join(grid)}, {pre}gf, {''.join(f'{n}={d}, ' for n, d in zip(names, defaults))}*{pre}extra, "
             f"{''.join(f'{n}={M}, ' for n in OPTION_NAMES)}**{pre}kw):",
             f"    if {' or '.join(guards)}:",
             "        __tracebackhide__ = True",
@@ -152,7 +155,7 @@ class FastLaunch:
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
                      f"{pre}miss": self._miss, f"{pre}grid": _callable_grid, f"{pre}AttributeError": AttributeError,
-                     f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool}
+                     f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
         binder = namespace[f"{pre}binder"]
         binder.__name__ = binder.__qualname__ = self.name  # as tracebacks and TypeErrors name it

@@ -36,6 +36,13 @@ def shape_mismatch_kernel(x, out):
     tile.store(out + tile.arange(0, 64), a + b)
 
 
+@tile.kernel
+def precision_kernel(x, out, P: tile.constexpr):
+    r = tile.arange(0, 16)
+    t = tile.load(x + r[:, None] * 16 + r[None, :])
+    tile.store(out + r[:, None] * 16 + r[None, :], tile.dot(t, t, input_precision=P))
+
+
 def _line_of(kernel, text: str) -> int:
     """The file line number of the first line of `kernel`'s source containing `text`."""
     lines, first = inspect.getsourcelines(kernel.fn)
@@ -120,6 +127,12 @@ def test_mismatched_tile_shapes():
     err = _compile_error(shape_mismatch_kernel, *_tensors(128))
     assert "[64]" in err.message and "[128]" in err.message
     _assert_points_at(err, shape_mismatch_kernel, "a + b")
+
+
+def test_unknown_dot_precision():
+    err = _compile_error(precision_kernel, *_tensors(256), P="fp64")
+    assert "input_precision" in err.message and "'fp64'" in err.message
+    _assert_points_at(err, precision_kernel, "tile.dot(t, t, input_precision=P)")
 
 
 def test_errors_are_tile_errors():

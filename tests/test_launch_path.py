@@ -224,6 +224,26 @@ def test_respecialization(driver):
         add[(1,)](x, y, out, 1024, 1024, 7)
 
 
+def _add_default(x, y, out, n, BLOCK: tile.constexpr = 512):
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    tile.store(out + offs, tile.load(x + offs, mask=offs < n) + tile.load(y + offs, mask=offs < n), mask=offs < n)
+
+
+def test_parameter_defaults(driver):
+    """A default (here a constexpr's) fills an argument left out, on the fast path and the
+    general one, and gives the same specialization as passing it; the grid function sees it."""
+    add = tile.kernel(_add_default)
+    x, y, out = torch.rand(1024), torch.rand(1024), torch.empty(1024)
+    add[lambda meta: (meta["n"] // meta["BLOCK"],)](x, y, out, 1024)
+    default = driver.launches[-1]
+    assert default["grid"] == (2, 1, 1) and default["path"] == "bare"
+    add[(2,)](x, y, out, n=1024, BLOCK=512)
+    assert driver.launches[-1]["launcher"] is default["launcher"]
+    add[(4,)](x, y, out, 1024, BLOCK=256)
+    assert driver.launches[-1]["launcher"] is not default["launcher"]
+    assert add.compile(x, y, out, 1024) is default["launcher"]
+
+
 def test_grids(driver):
     add = tile.kernel(_add)
     x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)

@@ -165,3 +165,24 @@ def test_wgmma_matmul_without_tensor_maps(case, monkeypatch):
     ptx = launcher.asm["ptx"]
     assert "cp.async.cg.shared.global" in ptx and "cp.async.bulk.tensor" not in ptx
     assert not [e for e in launcher.metadata["abi"] if e["part"] == "tma"]
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_tf32_matmul_ptx(target, monkeypatch):
+    """f32 operands with input_precision="tf32" go to the tensor cores as m16n8k8 mma.sync
+    (8 warps as 4 x 2, each 32 x 64: 2 x 8 fragments, 4 steps of K per 32-wide tile), their
+    operands pipelined like 16-bit ones (cp.async on sm_80, TMA on sm_90a), each element read
+    from shared memory and rounded to tf32 (& -8192): 2 x 4 for A and 8 x 2 for B per K step."""
+    launcher = _build(monkeypatch, target, torch.float32, PRECISION="tf32")
+    ptx = launcher.asm["ptx"]
+    assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == 64
+    assert len(re.findall(r"and\.b32\s+%r\d+, %r\d+, -8192;", ptx)) == 4 * (2 * 4 + 8 * 2)
+    copy = "cp.async.bulk.tensor" if target == "sm_90a" else "cp.async.cg.shared.global"
+    assert copy in ptx and "wgmma" not in ptx and "ldmatrix" not in ptx
+    _assert_no_loop_spills(launcher)
+
+
+def test_exact_f32_dot_stays_off_tensor_cores(monkeypatch):
+    """Without tf32 an f32 dot is exact: no mma, the loop lowering."""
+    ptx = _build(monkeypatch, "sm_80", torch.float32, BM=32, BN=32, BK=16, num_warps=4).asm["ptx"]
+    assert "mma.sync" not in ptx and "fma.rn.f32" in ptx

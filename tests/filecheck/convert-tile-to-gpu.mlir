@@ -261,3 +261,45 @@ func.func @tma(%desc: !llvm.ptr, %row: i32, %col: i32, %live: i1, %slot: i32, %p
   "tile.mbarrier_wait"(%b, %slot, %phase) : (!bars, i32, i32) -> ()
   return
 }
+
+// -----
+
+// A tf32 dot (f32 operands) in the `#tile.mma` layout: each warp (16 x 8 here)
+// reads its A fragment (4 elements) and B fragment (2) from the ring slots one
+// element at a time, rounds each to tf32 (+ 0x1000, clear the low 13 bits),
+// then one m16n8k8 mma.sync per 8-wide K step.
+
+// CHECK-LABEL: gpu.func @tf32_mma
+// CHECK: %[[VA:.*]] = memref.view {{.*}} to memref<512xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[VB:.*]] = memref.view {{.*}} to memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-4: memref.load %[[VA]]
+// CHECK: %[[A:.*]] = vector.from_elements %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<4x1xf32>
+// CHECK: %[[B0:.*]] = memref.load %[[VB]]
+// CHECK-NEXT: %[[I:.*]] = arith.bitcast %[[B0]] : f32 to i32
+// CHECK-NEXT: %[[S:.*]] = arith.addi %[[I]], %c4096_i32
+// CHECK-NEXT: arith.andi %[[S]], %c-8192_i32
+// CHECK: memref.load %[[VB]]
+// CHECK: %[[B:.*]] = vector.from_elements %{{.*}}, %{{.*}} : vector<2x1xf32>
+// CHECK-NEXT: nvgpu.mma.sync(%[[A]], %[[B]], %{{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: gpu.return
+!m = tensor<32x16xf32, #tile.mma<[2, 2]>>
+!ring_a = memref<2x32x8xf32, #gpu.address_space<workgroup>>
+!ring_b = memref<2x8x16xf32, #gpu.address_space<workgroup>>
+func.func @tf32_mma(%out: memref<?xf32, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %ra = "tile.local_alloc"() : () -> !ring_a
+  %rb = "tile.local_alloc"() : () -> !ring_b
+  %slot = arith.constant 0 : i32
+  "tile.async_wait"() {pending = 0 : i32} : () -> ()
+  %a = "tile.local_load"(%ra, %slot) : (!ring_a, i32) -> tensor<32x8xf32>
+  %b = "tile.local_load"(%rb, %slot) : (!ring_b, i32) -> tensor<8x16xf32>
+  %zf = arith.constant 0.0 : f32
+  %acc = "tile.splat"(%zf) : (f32) -> !m
+  %d = "tile.dot"(%a, %b, %acc) {input_precision = "tf32"} : (tensor<32x8xf32>, tensor<8x16xf32>, !m) -> !m
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %offs = "tile.splat"(%c0) : (i32) -> tensor<32x16xi32, #tile.mma<[2, 2]>>
+  %msk = "tile.splat"(%true) : (i1) -> tensor<32x16xi1, #tile.mma<[2, 2]>>
+  "tile.store"(%out, %offs, %d, %msk) : (memref<?xf32, strided<[?], offset: ?>>, tensor<32x16xi32, #tile.mma<[2, 2]>>, !m, tensor<32x16xi1, #tile.mma<[2, 2]>>) -> ()
+  return
+}

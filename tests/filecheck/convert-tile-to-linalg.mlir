@@ -149,3 +149,25 @@ func.func @matmul(%a: !a, %b: !a, %c: !c, %i: i32, %j: i32) {
   "tile.store_tile"(%c, %d, %i, %j) : (!c, tensor<64x64xf32>, i32, i32) -> ()
   return
 }
+
+// -----
+
+// A tf32 dot rounds both operands (to nearest, ties away: + 0x1000, clear the
+// low 13 bits; NaNs kept) before the matmul; the accumulator is not rounded.
+
+// CHECK-LABEL: func.func @dot_tf32
+// CHECK-SAME: %[[A:[^:]*]]: tensor<16x8xf32>, %[[B:[^:]*]]: tensor<8x16xf32>, %[[ACC:[^:]*]]: tensor<16x16xf32>
+// CHECK: %[[AI:.*]] = arith.bitcast %[[A]] : tensor<16x8xf32> to tensor<16x8xi32>
+// CHECK: %[[HALF:.*]] = arith.constant dense<4096> : tensor<16x8xi32>
+// CHECK: %[[AS:.*]] = arith.addi %[[AI]], %[[HALF]]
+// CHECK: %[[KEEP:.*]] = arith.constant dense<-8192> : tensor<16x8xi32>
+// CHECK: %[[AR:.*]] = arith.andi %[[AS]], %[[KEEP]]
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[A]], %[[A]]
+// CHECK: %[[AF:.*]] = arith.bitcast %[[AR]] : tensor<16x8xi32> to tensor<16x8xf32>
+// CHECK: %[[A32:.*]] = arith.select %[[NAN]], %[[A]], %[[AF]]
+// CHECK: %[[B32:.*]] = arith.select
+// CHECK: linalg.matmul ins(%[[A32]], %[[B32]] : tensor<16x8xf32>, tensor<8x16xf32>) outs(%[[ACC]] : tensor<16x16xf32>)
+func.func @dot_tf32(%a: tensor<16x8xf32>, %b: tensor<8x16xf32>, %acc: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %d = "tile.dot"(%a, %b, %acc) {input_precision = "tf32"} : (tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %d : tensor<16x16xf32>
+}

@@ -202,6 +202,22 @@ func.func @dot_element_types(%a: tensor<64x32xf16>, %b: tensor<32x64xbf16>, %acc
 
 // -----
 
+func.func @dot_tf32_of_bf16(%a: tensor<64x32xbf16>, %b: tensor<32x64xbf16>, %acc: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @below {{dot input_precision "tf32" needs f32 operands and is "tf32"}}
+  %c = "tile.dot"(%a, %b, %acc) {input_precision = "tf32"} : (tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @dot_unknown_precision(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %acc: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @below {{dot input_precision "tf32x3" needs f32 operands and is "tf32"}}
+  %c = "tile.dot"(%a, %b, %acc) {input_precision = "tf32x3"} : (tensor<64x32xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}
+
+// -----
+
 func.func @convert_layout_shape(%t: tensor<64xf32, #tile.blocked<[4], [32], [4], [0]>>) -> tensor<128xf32, #tile.blocked<[1], [32], [4], [0]>> {
   // expected-error @below {{convert_layout changes only the encoding}}
   %c = "tile.convert_layout"(%t) : (tensor<64xf32, #tile.blocked<[4], [32], [4], [0]>>) -> tensor<128xf32, #tile.blocked<[1], [32], [4], [0]>>
