@@ -67,6 +67,7 @@ class Translator:
         self.coords_memo: dict = {}
         self.scratch_bytes = 0
         self.scratch_base = 0  # bytes below it hold long-lived buffers (distributed_async_copy.shared_buffer)
+        self.live_buffers: dict[int, int] = {}  # those buffers: start -> end byte
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
         self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
@@ -297,7 +298,7 @@ class Translator:
         d = self.dist(op.results[0])
         self.map[op.results[0]] = self.eval_at(op.results[0], self.coords(d), d.num_registers)
 
-    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = op_tile_convert_layout = _remat_own
+    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = _remat_own
 
     def op_tile_program_id(self, op):
         dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
@@ -349,8 +350,9 @@ class Translator:
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
-    from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_load, op_tile_async_copy,  # noqa: E402
-                                         op_tile_async_commit, op_tile_async_wait)
+    from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_dealloc, op_tile_local_load,  # noqa: E402
+                                         op_tile_async_copy, op_tile_async_commit, op_tile_async_wait)
+    from .distributed_convert import op_tile_convert_layout  # noqa: E402
     from .distributed_tma import op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait  # noqa: E402
 
 

@@ -124,7 +124,9 @@ def shared_buffer(self, elem, count: int, align: int = 1024):
     self.scratch_base = max(self.scratch_bytes, self.scratch_base)
     view = self.scratch(elem, count, align)
     self.scratch_base = self.scratch_bytes  # the buffer's end
-    return view, self.scratch_base - count * bits(elem) // 8
+    start = self.scratch_base - count * bits(elem) // 8
+    self.live_buffers[start] = self.scratch_base
+    return view, start
 
 
 def op_tile_local_alloc(self, op):
@@ -132,6 +134,13 @@ def op_tile_local_alloc(self, op):
     stages, rows, cols = t.shape
     buf, byte_base = shared_buffer(self, t.element_type, stages * rows * cols)
     self.map[op.results[0]] = Ring(buf, stages, rows, cols, t.element_type, byte_base)
+
+
+def op_tile_local_dealloc(self, op):
+    """Scratch may use the ring's memory from here on: above the buffers still live."""
+    del self.live_buffers[self.map[op.operands[0]].byte_base]
+    gpu.barrier()  # every thread is done with the ring (the dots' reads included)
+    self.scratch_base = max(self.live_buffers.values(), default=0)
 
 
 def op_tile_local_load(self, op):

@@ -10,8 +10,9 @@ nvgpu's cannot lower bf16).
 
 An operand that `tile-pipeline` left in a shared ring (`tile.local_load`) is
 read in place; one held in registers is first stored into a swizzled scratch
-tile (16-byte `vector.store`s where the layout gives a thread 8 consecutive
-elements of a row), fenced by barriers.
+tile (`distributed_convert.stage`: vector stores along rows), fenced by barriers.
+
+f32 operands of a tf32 dot take `mma.sync.m16n8k8` instead (`_tf32_dot`).
 """
 
 from __future__ import annotations
@@ -19,35 +20,14 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
-from ..dialects.layout import element_bits as bits
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile, shared_writes_done
-from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution
+from .distributed_convert import stage
+from .distributed_layout import MmaDistribution, WgmmaDistribution
 from .distributed_wgmma import supported as wgmma_supported, wgmma_dot
 from .register_vectors import elements, from_elements, i32
 from .tf32_rounding import round_to_tf32
-
-
-def _stage(self, value, tile: SharedTile):
-    """Every register of a tile into the shared tile (swizzled); vector stores along rows where possible."""
-    dist = self.dist(value)
-    n = dist.num_registers
-    elem = tile.elem
-    rows, cols = (elements(c, n) for c in self.coords(dist))
-    vals = elements(self.value(value), n)
-    w = 1
-    if isinstance(dist, Distribution) and dist.layout.order[0] == 1:
-        w = min(dist.vector_width, tile.unit)
-        w = 1 << (max(w, 1).bit_length() - 1)
-        while w > 1 and dist.layout.size_per_thread[1] % w:
-            w //= 2
-    for r in range(0, n, w):
-        at = [to_index(tile.offset(rows[r], cols[r]))]
-        if w == 1:
-            memref.StoreOp(vals[r], tile.buf, at)
-        else:
-            vector.StoreOp(from_elements(vals[r : r + w], elem), tile.buf, at, alignment=w * bits(elem) // 8)
 
 
 def _pack(frag, rows: int):
@@ -102,10 +82,10 @@ def op_tile_dot(self, op):
         gpu.barrier()
         if ta is None:
             ta = SharedTile(buf, i32(0), M, K, elem)
-            _stage(self, a, ta)
+            stage(self, a, ta)
         if tb is None:
             tb = SharedTile(buf, i32(0 if ta.buf != buf else M * K), K, N, elem)
-            _stage(self, b, tb)
+            stage(self, b, tb)
         shared_writes_done(self)
     if isinstance(cd, WgmmaDistribution):
         why = wgmma_supported(ta, tb)

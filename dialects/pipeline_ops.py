@@ -26,6 +26,16 @@ def local_alloc(stages: int, shape: list[int], elem, *, loc=None, ip=None) -> ir
     return create("local_alloc", [ir.MemRefType.get([stages, *shape], elem, memory_space=space)], [], loc=loc, ip=ip).result
 
 
+@define("local_dealloc", operands=[("buffer", "memref")])
+def local_dealloc(buffer, *, loc=None, ip=None) -> ir.Operation:
+    """The end of a ring's life: once every thread is past it, its shared memory is free
+    for later scratch (the epilogue's layout conversion reuses the K loop's rings).
+
+    "tile.local_dealloc"(%buf) : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>) -> ()
+    """
+    return create("local_dealloc", [], [buffer], loc=loc, ip=ip)
+
+
 def _verify_ring_access(op, tile_type, check_elem=True):
     buf = ir.MemRefType(op.operands[0].type)
     if list(buf.shape[1:]) != _shape(tile_type) or (check_elem and buf.element_type != _elem(tile_type)):

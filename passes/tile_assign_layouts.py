@@ -11,6 +11,18 @@ Elementwise chains, masks and offsets therefore agree with the
 loads and stores they feed. Where an op's operand still disagrees with the
 layout of its result, a `tile.convert_layout` is inserted.
 
+A tile in a tensor-core layout stored to contiguous rows (a matmul's
+epilogue) is converted to the blocked layout first, through shared memory: a
+thread holds two consecutive elements of a row in `#tile.mma`/`#tile.wgmma`,
+but 16 bytes in the blocked layout, so the stores become whole rows per warp
+(its offsets and mask follow, recomputed in the new layout):
+
+    # before
+    "tile.store"(%c, %offs, %acc, %m) : (..., tensor<128x256xbf16, #tile.wgmma<[2, 1]>>, ...)
+    # after
+    %r = "tile.convert_layout"(%acc) : (...) -> tensor<128x256xbf16, #tile.blocked<[1, 8], [1, 32], [8, 1], [1, 0]>>
+    "tile.store"(%c, %offs2, %r, %m2) : (..., tensor<128x256xbf16, #tile.blocked<...>>, ...)
+
 A 1-D gather (a `tile.load` whose offsets axis analysis cannot prove
 consecutive, so it cannot be one 16-byte vector per thread) loads in a layout of
 one element per thread, consecutive elements on consecutive lanes: a warp's
@@ -98,6 +110,8 @@ class TileAssignLayouts:
         for op in ops:
             if op.name == "tile.load" and _gathers(op, axis):
                 self.load_per_lane(op)
+            if op.name == "tile.store" and _stores_by_pairs(op, axis):
+                self.store_by_rows(op, bits)
         for op in ops:
             anchor = _layout_anchor(op)
             want = encoding_of(anchor.type) if anchor is not None else None
@@ -129,6 +143,23 @@ class TileAssignLayouts:
         with ir.InsertionPoint.after(load), load.location:
             back = tile_ops.convert_layout(result, want)
         result.replace_all_uses_except(back, back.owner.operation)
+
+
+    def store_by_rows(self, store, bits: dict):
+        # store %acc (#tile.mma / #tile.wgmma) -> store (convert_layout %acc : #tile.blocked)
+        value = store.operands[2]
+        shape = list(ir.RankedTensorType(value.type).shape)
+        blocked = Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
+        with ir.InsertionPoint(store), store.location:
+            store.operands[2] = tile_ops.convert_layout(value, with_encoding(value.type, blocked))
+
+
+def _stores_by_pairs(store, axis) -> bool:
+    """A store of a tensor-core tile (two consecutive elements per thread) to rows that
+    axis analysis proves contiguous for 16 bytes or more."""
+    t = store.operands[2].type
+    return (isinstance(t, ir.RankedTensorType) and isinstance(encoding_of(t), (Mma, Wgmma)) and element_bits(ir.ShapedType(t).element_type) in (16, 32)
+            and axis(store.operands[1]).contiguity * element_bits(ir.ShapedType(t).element_type) >= 128)
 
 
 def _gathers(load, axis) -> bool:

@@ -29,6 +29,7 @@ outside the loop. For S = num_stages (>= 2):
     }
     # epilogue: the last S-1 groups copy nothing (their masks are false); drain them
     tile.async_wait {pending = 0}
+    tile.local_dealloc %ring                  ; its memory is free for later scratch
 
 Issuing the copies of the last iterations with an all-false mask, rather than
 peeling the loop, keeps one copy of the body (as Triton does); a false mask
@@ -214,6 +215,8 @@ class TilePipeline:
                 result.replace_all_uses_except(done, done.owner.operation)
             if not blocks:  # (a TMA copy is issued only for an iteration that runs, and waited for)
                 pipeline_ops.async_wait(0)
+            for ring in reversed(rings):  # nothing reads or writes them any more
+                pipeline_ops.local_dealloc(ring)
         for load, ops in found:
             load.erase()
         for load, ops in found:

@@ -125,6 +125,12 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
         (["arg", 4], ["arg", 6], ["arg", 7]), (["arg", 6], ["arg", 5], ["arg", 9])]
     assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0;" in " ".join(ptx.split())
     assert ".shared .align 1024 .b8 __dynamic_shmem__0" in ptx
+    # The epilogue: the bf16 tile through the rings' memory (no more shared memory than they
+    # take), then stored as 16-byte rows: BM x BN x 2 bytes over the threads.
+    ring_bytes = cfg["num_stages"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
+    assert launcher.metadata["shared_bytes"] <= ring_bytes + 1024
+    assert ptx.count("st.global.v4.b32") == cfg["BM"] * cfg["BN"] * 2 // 16 // (32 * cfg["num_warps"])
+    assert "ld.shared.v4.b32" in ptx
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
     _assert_no_loop_spills(launcher, "HGMMA")

@@ -303,3 +303,53 @@ func.func @tf32_mma(%out: memref<?xf32, strided<[?], offset: ?>>) attributes {ti
   "tile.store"(%out, %offs, %d, %msk) : (memref<?xf32, strided<[?], offset: ?>>, tensor<32x16xi32, #tile.mma<[2, 2]>>, !m, tensor<32x16xi1, #tile.mma<[2, 2]>>) -> ()
   return
 }
+
+// -----
+
+// The epilogue's layout conversion (tile-assign-layouts asks for it before a
+// store of rows): the accumulator, in bf16, goes through a swizzled shared tile
+// in the memory the rings held (freed by `tile.local_dealloc`, after a barrier),
+// 4-byte stores of a thread's column pairs, a barrier, then 16-byte loads of
+// the blocked layout's runs, which become 16-byte global stores (with the
+// pointer and n known aligned).
+
+// CHECK-LABEL: gpu.func @epilogue
+// CHECK: %[[RING:.*]] = memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4096xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[RING]][%{{.*}}] {alignment = 4 : i64} : memref<4096xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-4: vector.load %[[RING]][%{{.*}}] {alignment = 16 : i64} : memref<4096xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// ALIGNED-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}] {alignment = 16 : i64} : memref<{{.*}}xbf16, strided<[1], offset: ?>>, vector<8xbf16>
+// CHECK: gpu.return
+!w = tensor<64x64xf32, #tile.wgmma<[1, 1]>>
+!ring_a = memref<2x64x32xbf16, #gpu.address_space<workgroup>>
+!ring_b = memref<2x32x64xbf16, #gpu.address_space<workgroup>>
+#blk = #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>
+func.func @epilogue(%out: memref<?xbf16, strided<[?], offset: ?>>, %n: i32) attributes {tile.kernel} {
+  %ra = "tile.local_alloc"() : () -> !ring_a
+  %rb = "tile.local_alloc"() : () -> !ring_b
+  %slot = arith.constant 0 : i32
+  "tile.async_wait"() {pending = 0 : i32} : () -> ()
+  %a = "tile.local_load"(%ra, %slot) : (!ring_a, i32) -> tensor<64x32xbf16>
+  %b = "tile.local_load"(%rb, %slot) : (!ring_b, i32) -> tensor<32x64xbf16>
+  %zf = arith.constant 0.0 : f32
+  %acc = "tile.splat"(%zf) : (f32) -> !w
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<64x32xbf16>, tensor<32x64xbf16>, !w) -> !w
+  "tile.local_dealloc"(%rb) : (!ring_b) -> ()
+  "tile.local_dealloc"(%ra) : (!ring_a) -> ()
+  %v = arith.truncf %d : !w to tensor<64x64xbf16, #tile.wgmma<[1, 1]>>
+  %c = "tile.convert_layout"(%v) : (tensor<64x64xbf16, #tile.wgmma<[1, 1]>>) -> tensor<64x64xbf16, #blk>
+  %r = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32, #tile.blocked<[1], [32], [4], [0]>>
+  %rows = "tile.reshape"(%r) : (tensor<64xi32, #tile.blocked<[1], [32], [4], [0]>>) -> tensor<64x1xi32, #blk>
+  %cols = "tile.reshape"(%r) : (tensor<64xi32, #tile.blocked<[1], [32], [4], [0]>>) -> tensor<1x64xi32, #blk>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<64x1xi32, #blk>
+  %ro = arith.muli %rows, %ns : tensor<64x1xi32, #blk>
+  %rb2 = "tile.broadcast"(%ro) : (tensor<64x1xi32, #blk>) -> tensor<64x64xi32, #blk>
+  %cb = "tile.broadcast"(%cols) : (tensor<1x64xi32, #blk>) -> tensor<64x64xi32, #blk>
+  %offs = arith.addi %rb2, %cb : tensor<64x64xi32, #blk>
+  %true = arith.constant true
+  %m = "tile.splat"(%true) : (i1) -> tensor<64x64xi1, #blk>
+  "tile.store"(%out, %offs, %c, %m) : (memref<?xbf16, strided<[?], offset: ?>>, tensor<64x64xi32, #blk>, tensor<64x64xbf16, #blk>, tensor<64x64xi1, #blk>) -> ()
+  return
+}

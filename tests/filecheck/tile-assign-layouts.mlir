@@ -144,3 +144,54 @@ func.func @dots(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<128
   %e = math.tanh %d : tensor<128x128xf32>
   return %e, %d2 : tensor<128x128xf32>, tensor<32x32xf32>
 }
+
+// -----
+
+// A tensor-core tile stored to rows that are contiguous (offsets row * n + col)
+// is converted to the blocked layout of its shape first (16 bytes of a row per
+// thread); its offsets and mask follow. Stored down the columns (col * n + row),
+// it stays in the tensor-core layout.
+
+// CHECK-LABEL: func.func @epilogue_rows
+// CHECK: %[[V:.*]] = arith.truncf
+// CHECK: %[[R:.*]] = "tile.convert_layout"(%[[V]]) : (tensor<128x128xbf16, #tile.{{(wg)?}}mma<{{.*}}>>) -> tensor<128x128xbf16, #tile.blocked<[1, 8], {{.*}}>>
+// CHECK-NEXT: %[[O:.*]] = "tile.convert_layout"(%{{.*}}) : (tensor<128x128xi32, #tile.{{(wg)?}}mma<{{.*}}>>) -> tensor<128x128xi32, #tile.blocked<[1, 8], {{.*}}>>
+// CHECK-NEXT: %[[M:.*]] = "tile.convert_layout"(%{{.*}}) : (tensor<128x128xi1, #tile.{{(wg)?}}mma<{{.*}}>>) -> tensor<128x128xi1, #tile.blocked<[1, 8], {{.*}}>>
+// CHECK-NEXT: "tile.store"(%{{.*}}, %[[O]], %[[R]], %[[M]])
+!c = memref<?xbf16, strided<[?], offset: ?>>
+func.func @epilogue_rows(%c: !c, %a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %acc: tensor<128x128xf32>, %n: i32) {
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  %v = arith.truncf %d : tensor<128x128xf32> to tensor<128x128xbf16>
+  %r = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %rows = "tile.reshape"(%r) : (tensor<128xi32>) -> tensor<128x1xi32>
+  %cols = "tile.reshape"(%r) : (tensor<128xi32>) -> tensor<1x128xi32>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<128x1xi32>
+  %ro = arith.muli %rows, %ns : tensor<128x1xi32>
+  %rb = "tile.broadcast"(%ro) : (tensor<128x1xi32>) -> tensor<128x128xi32>
+  %cb = "tile.broadcast"(%cols) : (tensor<1x128xi32>) -> tensor<128x128xi32>
+  %offs = arith.addi %rb, %cb : tensor<128x128xi32>
+  %true = arith.constant true
+  %m = "tile.splat"(%true) : (i1) -> tensor<128x128xi1>
+  "tile.store"(%c, %offs, %v, %m) : (!c, tensor<128x128xi32>, tensor<128x128xbf16>, tensor<128x128xi1>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @epilogue_columns
+// CHECK-NOT: tile.convert_layout
+// CHECK: "tile.store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<{{.*}}>, tensor<128x128xi32, #tile.{{(wg)?}}mma<{{.*}}>>, tensor<128x128xbf16, #tile.{{(wg)?}}mma<{{.*}}>>
+func.func @epilogue_columns(%c: !c, %a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %acc: tensor<128x128xf32>, %n: i32) {
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  %v = arith.truncf %d : tensor<128x128xf32> to tensor<128x128xbf16>
+  %r = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %rows = "tile.reshape"(%r) : (tensor<128xi32>) -> tensor<128x1xi32>
+  %cols = "tile.reshape"(%r) : (tensor<128xi32>) -> tensor<1x128xi32>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<1x128xi32>
+  %co = arith.muli %cols, %ns : tensor<1x128xi32>
+  %rb = "tile.broadcast"(%rows) : (tensor<128x1xi32>) -> tensor<128x128xi32>
+  %cb = "tile.broadcast"(%co) : (tensor<1x128xi32>) -> tensor<128x128xi32>
+  %offs = arith.addi %rb, %cb : tensor<128x128xi32>
+  %true = arith.constant true
+  %m = "tile.splat"(%true) : (i1) -> tensor<128x128xi1>
+  "tile.store"(%c, %offs, %v, %m) : (!c, tensor<128x128xi32>, tensor<128x128xbf16>, tensor<128x128xi1>) -> ()
+  return
+}

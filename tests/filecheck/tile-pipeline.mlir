@@ -56,6 +56,8 @@
 // Epilogue.
 // CHECK-NEXT: }
 // CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: "tile.local_dealloc"(%[[RB]])
+// CHECK-NEXT: "tile.local_dealloc"(%[[RA]])
 // CHECK-NEXT: return %[[ACC]]
 
 // OFF-LABEL: func.func @kloop
@@ -156,6 +158,8 @@ func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n:
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[DONE:.*]] = "tile.dot_wait"(%[[ACC]]) {pending = 0 : i32}
 // CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: "tile.local_dealloc"
+// CHECK-NEXT: "tile.local_dealloc"
 // CHECK-NEXT: return %[[DONE]]
 
 // OFF-LABEL: func.func @wgmma_in_flight
