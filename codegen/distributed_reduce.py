@@ -59,13 +59,15 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
     that cost occupancy). Back-to-back reductions in one block (a mean, then a variance)
     alternate between two halves of the scratch: the barrier between the previous one's
     writes and reads already orders its reads before these writes, so no barrier is needed
-    ahead of the writes."""
+    ahead of the writes; nor is one ahead of the kernel's first use of shared memory."""
     block = ir.InsertionPoint.current.block
     last = self._last_scalar_reduce
+    # The kernel's first use of shared memory, run once (not in a loop): nobody read it before.
+    first = self.scratch_uses == 0 and block == self.entry.block
     buf = self.scratch(elem, 2 * warps)
     follows = last is not None and last[0] == block and last[1] == self.scratch_uses - 1
     half = 1 - last[2] if follows else 0
-    if not follows:
+    if not follows and not first:
         gpu.barrier()
     offset = (lambda v: arith.addi(v, i32(warps))) if half else (lambda v: v)  # noqa: E731
     memref.StoreOp(partial, buf, [to_index(offset(warp_a))])

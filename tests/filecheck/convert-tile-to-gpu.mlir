@@ -49,8 +49,9 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 
 // A row of 1024 summed by 128 threads: 8 registers each, then a butterfly of
 // 5 xor shuffles within each warp, then the 4 warps' partials meet in shared
-// memory between two barriers: each lane reads the partial of warp (lane mod 4),
-// and two more xor shuffles give every lane the total.
+// memory across a barrier: each lane reads the partial of warp (lane mod 4),
+// and two more xor shuffles give every lane the total. It is the kernel's first
+// use of shared memory, outside any loop: no barrier is needed before its writes.
 
 // CHECK-LABEL: gpu.func @row_sum
 // CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory
@@ -62,7 +63,7 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
 // CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK-NOT: gpu.shuffle
 // CHECK: %[[VIEW:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
-// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
 // CHECK: gpu.barrier
 // CHECK: %[[LANE:.*]] = arith.andi %{{.*}}, %c3_i32 : i32
@@ -92,11 +93,11 @@ func.func @row_sum(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32,
 // Two full reductions back to back (a max, then a sum, as softmax does): the
 // second writes the other half of the scratch, so it needs no barrier before
 // its writes; the barrier between the first one's writes and reads already
-// orders the first one's reads before them.
+// orders the first one's reads before them. (The first, the kernel's first use
+// of shared memory, needs none either.)
 
 // CHECK-LABEL: gpu.func @max_then_sum
 // CHECK: %[[VIEW:.*]] = memref.view {{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
-// CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
 // CHECK: gpu.barrier
@@ -351,5 +352,35 @@ func.func @epilogue(%out: memref<?xbf16, strided<[?], offset: ?>>, %n: i32) attr
   %true = arith.constant true
   %m = "tile.splat"(%true) : (i1) -> tensor<64x64xi1, #blk>
   "tile.store"(%out, %offs, %c, %m) : (memref<?xbf16, strided<[?], offset: ?>>, tensor<64x64xi32, #blk>, tensor<64x64xbf16, #blk>, tensor<64x64xi1, #blk>) -> ()
+  return
+}
+
+// -----
+
+// The same reduction in a loop keeps its barrier before the writes: the next
+// iteration's writes must wait for this one's reads.
+
+// CHECK-LABEL: gpu.func @sum_in_loop
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.yield
+func.func @sum_in_loop(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32, strided<[?], offset: ?>>, %n: i32) attributes {tile.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %t = arith.constant true
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32>
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1>
+  %other = "tile.splat"(%zero) : (f32) -> tensor<1024xf32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %total = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) : i32 {
+    %a = "tile.load"(%x, %r, %m, %other) : (memref<?xf32, strided<[?], offset: ?>>, tensor<1024xi32>, tensor<1024xi1>, tensor<1024xf32>) -> tensor<1024xf32>
+    %s = "tile.reduce"(%a) {axis = 0 : i32, kind = "sum"} : (tensor<1024xf32>) -> f32
+    %next = arith.addf %acc, %s : f32
+    scf.yield %next : f32
+  }
+  %true = arith.constant true
+  "tile.store"(%y, %c0, %total, %true) : (memref<?xf32, strided<[?], offset: ?>>, i32, f32, i1) -> ()
   return
 }
