@@ -30,14 +30,31 @@ def supported(w: int, elem) -> bool:
 
 
 def byte_address(flat, elem):
-    """A function of an i32 element index giving the i64 global address of flat[index]."""
+    """A function of an i32 element index giving the i64 global address of flat[index].
+
+    Every address after the first is the first one plus the difference of the indices:
+    where a thread's runs are a fixed distance apart (index + c_j), that difference folds
+    to a constant, so all its accesses share one address register with immediate offsets
+    (`[%rd1+4096]`), as Triton's do. Each index sign-extended on its own (sext(x + c_j)
+    cannot be split without a no-wrap promise) cost a 64-bit add chain per access, and
+    ptxas then let a use of the first load's data slip in before the last load was
+    issued: a second trip to DRAM in a layer norm (8 warps, 11% slower, measured)."""
     size = element_bits(elem) // 8
     meta = memref.ExtractStridedMetadataOp(flat)
     base = arith.addi(memref.ExtractAlignedPointerAsIndexOp(flat).result,
                       arith.muli(meta.offset, arith.ConstantOp(ir.IndexType.get(), size).result))
     base = arith.index_cast(_I64(), base)
     scale = arith.ConstantOp(_I64(), size).result
-    return lambda index: arith.addi(base, arith.muli(arith.extsi(_I64(), index), scale))
+    first = []
+
+    def address(index):
+        if not first:
+            first.append((index, arith.addi(base, arith.muli(arith.extsi(_I64(), index), scale))))
+            return first[0][1]
+        index0, address0 = first[0]
+        return arith.addi(address0, arith.muli(arith.extsi(_I64(), arith.subi(index, index0)), scale))
+
+    return address
 
 
 def _words(vec, w: int, elem) -> list:
