@@ -29,32 +29,22 @@ def supported(w: int, elem) -> bool:
     return (w * element_bits(elem)) // 8 in (4, 8, 16) and (w * element_bits(elem)) % 32 == 0
 
 
-def byte_address(flat, elem):
-    """A function of an i32 element index giving the i64 global address of flat[index].
+class ByteAddress:
+    """Global addresses (i64) of the elements of `flat`: `address(index)` of an i32 element
+    index, and `address.shifted(a, k)` for the element k (a constant) after address a."""
 
-    Every address after the first is the first one plus the difference of the indices:
-    where a thread's runs are a fixed distance apart (index + c_j), that difference folds
-    to a constant, so all its accesses share one address register with immediate offsets
-    (`[%rd1+4096]`), as Triton's do. Each index sign-extended on its own (sext(x + c_j)
-    cannot be split without a no-wrap promise) cost a 64-bit add chain per access, and
-    ptxas then let a use of the first load's data slip in before the last load was
-    issued: a second trip to DRAM in a layer norm (8 warps, 11% slower, measured)."""
-    size = element_bits(elem) // 8
-    meta = memref.ExtractStridedMetadataOp(flat)
-    base = arith.addi(memref.ExtractAlignedPointerAsIndexOp(flat).result,
-                      arith.muli(meta.offset, arith.ConstantOp(ir.IndexType.get(), size).result))
-    base = arith.index_cast(_I64(), base)
-    scale = arith.ConstantOp(_I64(), size).result
-    first = []
+    def __init__(self, flat, elem):
+        self.size = element_bits(elem) // 8
+        meta = memref.ExtractStridedMetadataOp(flat)
+        base = arith.addi(memref.ExtractAlignedPointerAsIndexOp(flat).result,
+                          arith.muli(meta.offset, arith.ConstantOp(ir.IndexType.get(), self.size).result))
+        self.base = arith.index_cast(_I64(), base)
 
-    def address(index):
-        if not first:
-            first.append((index, arith.addi(base, arith.muli(arith.extsi(_I64(), index), scale))))
-            return first[0][1]
-        index0, address0 = first[0]
-        return arith.addi(address0, arith.muli(arith.extsi(_I64(), arith.subi(index, index0)), scale))
+    def __call__(self, index):
+        return arith.addi(self.base, arith.muli(arith.extsi(_I64(), index), arith.ConstantOp(_I64(), self.size).result))
 
-    return address
+    def shifted(self, address, elements: int):
+        return arith.addi(address, arith.ConstantOp(_I64(), elements * self.size).result)
 
 
 def _words(vec, w: int, elem) -> list:

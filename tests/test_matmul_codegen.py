@@ -14,15 +14,20 @@ import torch
 import tile  # noqa: F401
 
 
-def _loop_local_memory(cubin: bytes, mma: str = "HMMA") -> list[str]:
-    """SASS local-memory accesses (spills) between the K loop's first and last `mma` (HMMA or HGMMA)."""
+def _sass(cubin: bytes) -> list[str]:
+    """The SASS of a cubin, one instruction per line (cuobjdump from the triton wheel)."""
     import triton
 
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout.splitlines()
+        return subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def _loop_local_memory(cubin: bytes, mma: str = "HMMA") -> list[str]:
+    """SASS local-memory accesses (spills) between the K loop's first and last `mma` (HMMA or HGMMA)."""
+    sass = _sass(cubin)
     hmma = [i for i, line in enumerate(sass) if re.search(rf"\b{mma}\b", line)]
     assert hmma, f"no {mma} in the SASS"
     return [line for line in sass[hmma[0]:hmma[-1]] if re.search(r"\b(STL|LDL)\b", line)]

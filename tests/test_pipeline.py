@@ -187,3 +187,23 @@ def test_occupancy_cap(registers, threads, blocks, cap):
 
     assert blocks_per_sm(registers, threads) == blocks
     assert occupancy_cap(registers, threads) == cap
+
+
+def test_row_accesses_share_one_address(monkeypatch):
+    """A layer-norm row (8192 f16, 8 warps: 4 runs of 16 bytes a thread, 4096 bytes apart)
+    is addressed from one register: the runs after the first are it plus 4096, 8192 and
+    12288 bytes (immediate offsets in the SASS), and the row's four loads are issued before
+    any of their data is used."""
+    import layer_norm
+    from test_matmul_codegen import _sass
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90a")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    x, w = torch.empty(64, 8192, dtype=torch.float16), torch.empty(8192, dtype=torch.float16)
+    launcher = layer_norm.layer_norm_kernel.compile(x, w, w, torch.empty_like(x), 8192, 8192, 8192, 1e-5,
+                                                    BLOCK=8192, ONE_BLOCK=True, num_warps=8)
+    sass = _sass(launcher.asm["cubin"])
+    loads = [i for i, line in enumerate(sass) if "LDG.E.128" in line]
+    first = [re.search(r"\[(R\d+)\.64(\+0x\w+)?\]", sass[i]).groups() for i in loads[:4]]
+    assert len({reg for reg, _ in first}) == 1 and [off for _, off in first] == [None, "+0x1000", "+0x2000", "+0x3000"]
+    assert not any("HADD2.F32" in line for line in sass[: loads[3]])  # f16 -> f32 of the data comes after
