@@ -138,7 +138,7 @@ def op_tile_local_alloc(self, op):
 
 def op_tile_local_dealloc(self, op):
     """Scratch may use the ring's memory from here on: above the buffers still live."""
-    del self.live_buffers[self.map[op.operands[0]].byte_base]
+    self.live_buffers.pop(self.map[op.operands[0]].byte_base, None)
     gpu.barrier()  # every thread is done with the ring (the dots' reads included)
     self.scratch_base = max(self.live_buffers.values(), default=0)
 

@@ -43,12 +43,12 @@ def run_addresses(self, dist, offsets, offs: list, w: int, address) -> dict:
     let a use of a layer norm's first load slip in before its last load was issued, a
     second trip to DRAM (8 warps: 143 against Triton's 128 us, ncu). Inside a loop it is
     the other way round: with one address ptxas issued a looped layer norm's two loads of
-    a row one after the other (32 warps: 0.186 -> 0.219 ms, measured), so loop bodies keep
-    an address per access."""
+    a row one after the other (32 warps: 0.186 -> 0.219 ms, measured), so accesses nested
+    in a loop (or any region) keep an address each."""
     n = dist.num_registers
     starts = range(0, n, w)
-    in_loop = ir.InsertionPoint.current.block != self.entry.block
-    if (in_loop or not isinstance(dist, Distribution) or any(dist.shape[d] % dist.cta(d) for d in range(dist.rank))
+    nested = ir.InsertionPoint.current.block != self.entry.block
+    if (nested or not isinstance(dist, Distribution) or any(dist.shape[d] % dist.cta(d) for d in range(dist.rank))
             or self.axis(offsets).contiguity < dist.shape[-1]):
         return {r: address(offs[r]) for r in starts}
     consts = [[dist.register_offset(d, j[d]) for d in range(dist.rank)] for j in dist.register_indices]
