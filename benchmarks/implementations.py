@@ -162,8 +162,10 @@ def tile_impl(kernel: str, shape, num_warps: int | None = None):
             p = PATCH
             n_t, n_h, n_w, n_k = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"], C * p["pt"] * p["ph"] * p["pw"]
             out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
-            patch_gather.patch_gather_kernel[(B * n_t * n_h * n_w,)](
-                video, out, n_t, n_h, n_w, n_k, *video.stride(), ST=p["st"], PT=p["pt"], PH=p["ph"], PW=p["pw"], **cfg)
+            # The example's compile-time arguments (its whole-row path for this channels-last video), the warps ours.
+            meta = {**patch_gather.launch_options(video, **p), "num_warps": cfg["num_warps"]}
+            assert meta["BLOCK"] == cfg["BLOCK"], (meta, cfg)
+            patch_gather.patch_gather_kernel[(B * n_t * n_h * n_w,)](video, out, n_t, n_h, n_w, n_k, *video.stride(), **meta)
             return out
     elif kernel in MATMUL_KERNELS:
         mm = _matmul_example()

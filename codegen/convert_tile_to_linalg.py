@@ -248,6 +248,21 @@ def lower_dot(op):
     return linalg.matmul(a, b, outs=[acc])
 
 
+def lower_gather(op):
+    # result[..., i, ...] = src[..., index[..., i, ...], ...]: a generic over the index tile
+    # whose payload extracts from the source.
+    src, index = op.operands
+    ty = ir.RankedTensorType(op.result.type)
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+
+    def body(i, _out):
+        at = [to_index(i) if d == axis else linalg.IndexOp(d).result for d in range(ty.rank)]
+        return [tensor.ExtractOp(src, at).result]
+
+    maps = [_identity(ty.rank)] * 2
+    return generic([ty], [index], [empty(list(ty.shape), ty.element_type)], maps, ["parallel"] * ty.rank, body).result
+
+
 def lower_convert_layout(op):
     return op.operands[0]
 
@@ -256,7 +271,7 @@ LOWERINGS = {
     "tile.arange": lower_arange, "tile.splat": lower_splat, "tile.broadcast": lower_broadcast,
     "tile.reshape": lower_reshape, "tile.reduce": lower_reduce, "tile.load": lower_load,
     "tile.store": lower_store, "tile.load_tile": lower_load_tile, "tile.store_tile": lower_store_tile,
-    "tile.dot": lower_dot, "tile.convert_layout": lower_convert_layout,
+    "tile.dot": lower_dot, "tile.convert_layout": lower_convert_layout, "tile.gather": lower_gather,
 }
 
 

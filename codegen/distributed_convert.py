@@ -18,18 +18,27 @@ instruction. Converted to a `#tile.blocked` layout of 16 bytes per thread
 The swizzle (16-byte units XOR-ed by the row, `SharedTile`) keeps both sides
 free of bank conflicts. Without a dot the same path serves any 2-D tile of 16-
 or 32-bit elements; other conversions go element by element (`Translator.exchange`).
+
+`op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
+through shared memory too: every thread writes its source registers at their
+linear positions (16-byte stores along rows), a barrier, then each reads the
+elements its index registers name. The buffer has 16 bytes of padding after every
+128, so that a permutation reading down a column of 128-byte rows (patch gather)
+hits different banks instead of one (16-way conflicts without it).
 """
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
-from mlir.dialects import gpu, memref, vector
+from mlir.dialects import arith, gpu, memref, vector
 
 from ..dialects.layout import element_bits as bits
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile
-from .distributed_layout import MmaDistribution
-from .register_vectors import elements, from_elements, i32
+from .distributed_layout import MmaDistribution, row_major_strides
+from .register_vectors import elements, from_elements, i32, linear_index
 
 
 def _run(dist, unit: int) -> int:
@@ -88,3 +97,59 @@ def op_tile_convert_layout(self, op):
             vty = ir.VectorType.get([w], t.element_type)
             out.extend(elements(vector.LoadOp(vty, tile.buf, [at], alignment=w * bits(t.element_type) // 8).result, w))
     self.map[op.results[0]] = from_elements(out, t.element_type)
+
+
+def _padded(i, elem):
+    """Position of linear element i in a buffer with 16 bytes of padding after every 128:
+    rows of 128 bytes read down a column then fall in different banks."""
+    per = 128 // bits(elem) * 8  # elements per 128 bytes
+    pad = 128 // bits(elem)  # elements per 16 bytes
+    shift = per.bit_length() - 1
+    return arith.addi(i, arith.muli(arith.shrui(i, i32(shift)), i32(pad)))
+
+
+def op_tile_gather(self, op):
+    src, index = op.operands
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    elem = ir.RankedTensorType(src.type).element_type
+    if bits(elem) not in (8, 16, 32, 64) or isinstance(elem, ir.IntegerType) and elem.width == 1:
+        return _gather_by_exchange(self, op, axis)
+    dist = self.dist(op.results[0])  # tile-assign-layouts gives the index this layout
+    n = dist.num_registers
+    sdist = self.dist(src)
+    size = math.prod(sdist.shape)
+    per = 1024 // bits(elem)
+    buf = self.scratch(elem, size + size // per * (128 // bits(elem)), align=16)
+    # Every source register at its (padded) linear position, runs along rows as 16-byte stores.
+    lin = elements(linear_index(self.coords(sdist), row_major_strides(sdist.shape), sdist.num_registers), sdist.num_registers)
+    vals = elements(self.value(src), sdist.num_registers)
+    w = _run(sdist, 128 // bits(elem)) if not isinstance(sdist, MmaDistribution) else 1
+    gpu.barrier()
+    for r in range(0, sdist.num_registers, w):
+        at = [to_index(_padded(lin[r], elem))]
+        if w == 1:
+            memref.StoreOp(vals[r], buf, at)
+        else:
+            vector.StoreOp(from_elements(vals[r : r + w], elem), buf, at, alignment=w * bits(elem) // 8)
+    gpu.barrier()
+    picked = _i32_vector(self.value(index), n)
+    at = [picked if d == axis else c for d, c in enumerate(self.coords(dist))]
+    targets = elements(linear_index(at, row_major_strides(sdist.shape), n), n)
+    out = [memref.LoadOp(buf, [to_index(_padded(t, elem))]).result for t in targets]
+    self.map[op.results[0]] = from_elements(out, elem)
+
+
+def _i32_vector(v, n: int):
+    i32_vec = ir.VectorType.get([n], ir.IntegerType.get_signless(32))
+    return v if ir.VectorType(v.type).element_type == i32_vec.element_type else arith.trunci(i32_vec, v)
+
+
+def _gather_by_exchange(self, op, axis: int):
+    src, index = op.operands
+    dist = self.dist(op.results[0])
+    n = dist.num_registers
+    at = [_i32_vector(self.value(index), n) if d == axis else c for d, c in enumerate(self.coords(dist))]
+    sdist = self.dist(src)
+    lin = linear_index(at, row_major_strides(sdist.shape), n)
+    elem = ir.RankedTensorType(src.type).element_type
+    self.map[op.results[0]] = self.exchange(self.value(src), sdist, self.coords(sdist), elem, lin, n)

@@ -152,6 +152,28 @@ def reduce(value: ir.Value, axis: int, kind: str, *, loc=None, ip=None) -> ir.Va
     return create("reduce", [ty], [value], attrs, loc=loc, ip=ip).result
 
 
+def _verify_gather(op):
+    src, index, axis = _shape(op.operands[0]), _shape(op.operands[1]), _int_attr(op, "axis")
+    if len(src) != len(index) or not 0 <= axis < len(src):
+        return f"gather needs a source and an index tile of one rank and an axis of it, got {src}, {index}, axis {axis}"
+    if any(s != i for d, (s, i) in enumerate(zip(src, index)) if d != axis):
+        return f"gather's index {index} must match the source {src} in every dim but the axis ({axis})"
+    if not isinstance(_elem(op.operands[1]), ir.IntegerType) or _shape(op.result) != index or _elem(op.result) != _elem(op.operands[0]):
+        return "gather takes an integer index tile and returns the source's element type in the index's shape"
+
+
+@define("gather", operands=[("src", "tensor"), ("index", "tensor")], results=[("result", "tensor")], attributes=["axis"],
+        verify=_verify_gather)
+def gather(src, index, axis: int, *, loc=None, ip=None) -> ir.Value:
+    """Elements of a tile picked along `axis` by an index tile (Triton's `tl.gather`):
+    result[i, j] = src[index[i, j], j] for axis 0. Indices must lie in the source.
+
+    %g = "tile.gather"(%t, %idx) {axis = 0 : i32} : (tensor<2048xf16>, tensor<2048xi32>) -> tensor<2048xf16>
+    """
+    ty = ir.RankedTensorType.get(_shape(index), _elem(src))
+    return create("gather", [ty], [src, index], {"axis": _i32(axis)}, loc=loc, ip=ip).result
+
+
 def _verify_gather_operands(op, value_type, offsets, mask):
     if _shape(offsets) != _shape(mask) or _shape(offsets) != _shape(value_type):
         return "offsets, mask and value must have the same shape"

@@ -12,6 +12,13 @@ view works as is, with no `.contiguous()` copy. One program gathers one patch.
 Programs are numbered in the output's order, x fastest: the blocks resident at
 one time then read neighbouring patches, whole bands of each frame, so DRAM
 serves long runs instead of scattered 96-byte pieces.
+
+When the pixels of a patch row and their channels are one contiguous run
+(channels-last storage: s_c == 1, s_w == C; the wrapper checks the strides and
+sets RUN, the row's length padded to a power of two), the program reads each of its pt*ph rows whole, with 16-byte loads,
+in the source's order, and `tile.gather` permutes the tile into the output's
+(c, dt, dy, dx) order; otherwise every element is read on its own through all
+five strides.
 """
 
 import torch
@@ -21,7 +28,8 @@ import tile
 
 @tile.kernel
 def patch_gather_kernel(video, out, n_t, n_h, n_w, n_k, s_b, s_t, s_c, s_h, s_w, ST: tile.constexpr,
-                        PT: tile.constexpr, PH: tile.constexpr, PW: tile.constexpr, BLOCK: tile.constexpr):
+                        PT: tile.constexpr, PH: tile.constexpr, PW: tile.constexpr, BLOCK: tile.constexpr,
+                        C: tile.constexpr = 0, RUN: tile.constexpr = 0):
     patch = tile.program_id(0)  # ((b * n_t + i) * n_h + y) * n_w + x
     x, y, clip = patch % n_w, patch // n_w % n_h, patch // (n_w * n_h)
     b, i = clip // n_t, clip % n_t
@@ -30,9 +38,29 @@ def patch_gather_kernel(video, out, n_t, n_h, n_w, n_k, s_b, s_t, s_c, s_h, s_w,
     dt = k // (PH * PW) % PT
     dy = k // PW % PH
     dx = k % PW
-    src = b * s_b + (i * ST + dt) * s_t + c * s_c + (y * PH + dy) * s_h + (x * PW + dx) * s_w
     mask = k < n_k
-    tile.store(out + patch * n_k + k, tile.load(video + src, mask=mask), mask=mask)
+    if RUN:
+        # Row (dt, dy) of the patch: PW * C contiguous elements, padded to RUN (a power of two).
+        j = tile.arange(0, PT * PH * RUN)
+        row, col = j // RUN, j % RUN
+        first = b * s_b + (i * ST + row // PH) * s_t + (y * PH + row % PH) * s_h + x * PW * s_w
+        rows = tile.load(video + first + col, mask=col < PW * C, other=0)
+        v = tile.gather(rows, tile.where(mask, (dt * PH + dy) * RUN + dx * C + c, 0), 0)
+    else:
+        src = b * s_b + (i * ST + dt) * s_t + c * s_c + (y * PH + dy) * s_h + (x * PW + dx) * s_w
+        v = tile.load(video + src, mask=mask)
+    tile.store(out + patch * n_k + k, v, mask=mask)
+
+
+def launch_options(video: torch.Tensor, pt: int, st: int, ph: int, pw: int) -> dict:
+    """The kernel's compile-time arguments for this video and patching."""
+    B, T, C, H, W = video.shape
+    n_k = C * pt * ph * pw
+    block = 1 << (n_k - 1).bit_length()
+    run = 1 << (pw * C - 1).bit_length()
+    # Rows whole: the pixels of a patch row and their channels one run, and its padded tile no larger.
+    rows = video.stride(2) == 1 and video.stride(4) == C and pt * ph * run <= block
+    return dict(ST=st, PT=pt, PH=ph, PW=pw, BLOCK=block, C=C if rows else 0, RUN=run if rows else 0)
 
 
 def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int) -> torch.Tensor:
@@ -40,9 +68,8 @@ def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int) -> tor
     B, T, C, H, W = video.shape
     n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw
     out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
-    block = 1 << (n_k - 1).bit_length()
-    patch_gather_kernel[(B * n_t * n_h * n_w,)](video, out, n_t, n_h, n_w, n_k, *video.stride(), ST=st, PT=pt, PH=ph, PW=pw,
-                                                BLOCK=block)
+    patch_gather_kernel[(B * n_t * n_h * n_w,)](video, out, n_t, n_h, n_w, n_k, *video.stride(),
+                                                **launch_options(video, pt, st, ph, pw))
     return out
 
 
@@ -56,14 +83,19 @@ def reference(video, pt, st, ph, pw):
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
-    # Stored channels-last (B, T, H, W, C), viewed as (B, T, C, H, W), one frame dropped and the width cropped.
+    # Stored channels-last (B, T, H, W, C), viewed as (B, T, C, H, W), one frame dropped and the width
+    # cropped: patch rows are runs (the RUN path). Then a channels-first view, a frame sliced off the
+    # end and every other row taken: each element read on its own.
     stored = torch.randn(2, 10, 34, 37, 3, device=device)
-    video = stored.permute(0, 1, 4, 2, 3)[:, 1:, :, :, 2:]
-    assert not video.is_contiguous()
-    got = patch_gather(video, pt=2, st=3, ph=8, pw=8)
-    torch.testing.assert_close(got, reference(video, 2, 3, 8, 8), rtol=0, atol=0)
-    print(f"patch_gather: {tuple(video.shape)} strided view -> {tuple(got.shape)} on {device} matches torch")
-
+    last = stored.permute(0, 1, 4, 2, 3)[:, 1:, :, :, 2:]
+    first = torch.randn(2, 9, 3, 68, 35, device=device)[:, :-1, :, ::2]
+    for video in (last, first):
+        assert not video.is_contiguous()
+        got = patch_gather(video, pt=2, st=3, ph=8, pw=8)
+        torch.testing.assert_close(got, reference(video, 2, 3, 8, 8), rtol=0, atol=0)
+    assert launch_options(last, 2, 3, 8, 8)["RUN"] and not launch_options(first, 2, 3, 8, 8)["RUN"]
+    print(f"patch_gather: {tuple(last.shape)} channels-last and {tuple(first.shape)} channels-first strided views "
+          f"on {device} match torch")
 
 if __name__ == "__main__":
     main()

@@ -231,6 +231,19 @@ def _broadcast_to(x, shape):
     return semantics.broadcast_to(_tile(x, "broadcast_to's operand"), _shape(shape, "shape"))
 
 
+@emitter("gather")
+def _gather(src, index, axis):
+    src, index = _tile(src, "gather's src"), _tile(index, "gather's index")
+    axis = _axis(axis)
+    if len(src.shape) != len(index.shape) or not 0 <= axis < len(src.shape):
+        raise SemanticError(f"gather needs src and index of one rank and an axis of it, got {src.shape}, {index.shape}, axis {axis}")
+    if any(s != i for d, (s, i) in enumerate(zip(src.shape, index.shape)) if d != axis):
+        raise SemanticError(f"gather's index {index.shape} must match src {src.shape} in every dim but axis {axis}")
+    if index.dtype.is_float or index.dtype.bits == 1:
+        raise SemanticError(f"gather's index must be integers, got {index.dtype!r}")
+    return Tile(tile_ops.gather(src.value, index.value, axis))
+
+
 @emitter("cast")
 def _cast(x, dtype):
     return semantics.cast(_tile(x, "cast's operand"), _dtype(dtype))

@@ -155,6 +155,14 @@ def broadcast_to(x, shape):
 
 
 @_builtin
+def gather(src, index, axis):
+    """Elements of `src` picked along `axis` by `index` (same rank; other dims equal):
+    out[i, j] = src[index[i, j], j] for axis 0. A permutation inside a tile, as when a
+    tile loaded in the source's order is stored in another (on a GPU, through shared
+    memory). Indices must lie in `src`."""
+
+
+@_builtin
 def cast(x, dtype):
     """Convert to `dtype` (also written `x.to(dtype)`)."""
 

@@ -116,6 +116,8 @@ class TileAssignLayouts:
             anchor = _layout_anchor(op)
             want = encoding_of(anchor.type) if anchor is not None else None
             for i, v in enumerate(op.operands):
+                if op.name == "tile.gather" and i == 0:
+                    continue  # the source is read through shared memory in whatever layout it has
                 have = encoding_of(v.type)
                 if want and have and have != want:
                     with ir.InsertionPoint(op), op.location:
@@ -180,4 +182,6 @@ def _layout_anchor(op):
         return op.results[0]
     if op.name == "tile.store":
         return op.operands[2]  # the stored value
+    if op.name == "tile.gather":
+        return op.results[0]  # for its index: a thread reads what its index registers name
     return None
