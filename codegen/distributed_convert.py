@@ -35,6 +35,8 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, vector
 
 from ..dialects.layout import element_bits as bits
+from ..dialects.layout import encoding_of
+from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile
 from .distributed_layout import MmaDistribution, row_major_strides
@@ -114,7 +116,9 @@ def op_tile_gather(self, op):
     elem = ir.RankedTensorType(src.type).element_type
     if bits(elem) not in (8, 16, 32, 64) or isinstance(elem, ir.IntegerType) and elem.width == 1:
         return _gather_by_exchange(self, op, axis)
-    dist = self.dist(op.results[0])  # tile-assign-layouts gives the index this layout
+    dist = self.dist(op.results[0])
+    if encoding_of(index.type) != encoding_of(op.results[0].type):  # tile-assign-layouts makes them one
+        raise TileError("gather's index and result must share a layout: a thread reads what its index registers name")
     n = dist.num_registers
     sdist = self.dist(src)
     size = math.prod(sdist.shape)

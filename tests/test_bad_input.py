@@ -43,6 +43,13 @@ def precision_kernel(x, out, P: tile.constexpr):
     tile.store(out + r[:, None] * 16 + r[None, :], tile.dot(t, t, input_precision=P))
 
 
+@tile.kernel
+def float_index_kernel(x, out):
+    r = tile.arange(0, 16)
+    v = tile.load(x + r)
+    tile.store(out + r, tile.gather(v, v, 0))
+
+
 def _line_of(kernel, text: str) -> int:
     """The file line number of the first line of `kernel`'s source containing `text`."""
     lines, first = inspect.getsourcelines(kernel.fn)
@@ -133,6 +140,12 @@ def test_unknown_dot_precision():
     err = _compile_error(precision_kernel, *_tensors(256), P="fp64")
     assert "input_precision" in err.message and "'fp64'" in err.message
     _assert_points_at(err, precision_kernel, "tile.dot(t, t, input_precision=P)")
+
+
+def test_gather_needs_an_integer_index():
+    err = _compile_error(float_index_kernel, *_tensors())
+    assert "gather's index must be integers" in err.message and "float32" in err.message
+    _assert_points_at(err, float_index_kernel, "tile.gather(v, v, 0)")
 
 
 def test_errors_are_tile_errors():

@@ -384,3 +384,42 @@ func.func @sum_in_loop(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?x
   "tile.store"(%y, %c0, %total, %true) : (memref<?xf32, strided<[?], offset: ?>>, i32, f32, i1) -> ()
   return
 }
+
+// -----
+
+// tile.gather through shared memory: each thread stores its run of 8 f16 as one
+// 16-byte store at its linear position plus 16 bytes of padding per 128 (1024
+// elements take 1152), a barrier, then one load per element its index names,
+// at the padded position of that index.
+
+// CHECK-LABEL: gpu.func @gather(
+// CHECK: %[[BUF:.*]] = memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1152xf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: vector.store %{{.*}}, %[[BUF]][%{{.*}}] {alignment = 16 : i64} : memref<1152xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[ROW:.*]] = arith.shrui %[[I:.*]], %c6_i32 : i32
+// CHECK-NEXT: %[[PAD:.*]] = arith.muli %[[ROW]], %c8_i32 : i32
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %[[I]], %[[PAD]] : i32
+// CHECK-NEXT: %[[IX:.*]] = arith.index_cast %[[AT]] : i32 to index
+// CHECK-NEXT: memref.load %[[BUF]][%[[IX]]]
+// CHECK-COUNT-7: memref.load %[[BUF]]
+// CHECK-NOT: memref.load %[[BUF]]
+// CHECK: gpu.return
+#b = #tile.blocked<[8], [32], [4], [0]>
+func.func @gather(%x: memref<?xf16, strided<[?], offset: ?>>, %out: memref<?xf16, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32, #b>
+  %t = arith.constant true
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1, #b>
+  %z = arith.constant 0.0 : f16
+  %other = "tile.splat"(%z) : (f16) -> tensor<1024xf16, #b>
+  %v = "tile.load"(%x, %r, %m, %other) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xi1, #b>, tensor<1024xf16, #b>) -> tensor<1024xf16, #b>
+  %c7 = arith.constant 7 : i32
+  %s7 = "tile.splat"(%c7) : (i32) -> tensor<1024xi32, #b>
+  %idx0 = arith.muli %r, %s7 : tensor<1024xi32, #b>
+  %c1023 = arith.constant 1023 : i32
+  %mk = "tile.splat"(%c1023) : (i32) -> tensor<1024xi32, #b>
+  %idx = arith.andi %idx0, %mk : tensor<1024xi32, #b>
+  %g = "tile.gather"(%v, %idx) {axis = 0 : i32} : (tensor<1024xf16, #b>, tensor<1024xi32, #b>) -> tensor<1024xf16, #b>
+  "tile.store"(%out, %r, %g, %m) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xf16, #b>, tensor<1024xi1, #b>) -> ()
+  return
+}

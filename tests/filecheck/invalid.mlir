@@ -282,3 +282,11 @@ func.func @valid() -> tensor<64xi32> {
   %r = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
   return %r : tensor<64xi32>
 }
+
+// -----
+
+func.func @gather_shapes(%src: tensor<4x8xf32>, %idx: tensor<2x8xi32>) -> tensor<2x8xf32> {
+  // expected-error @below {{gather's index [2, 8] must match the source [4, 8] in every dim but the axis (1)}}
+  %g = "tile.gather"(%src, %idx) {axis = 1 : i32} : (tensor<4x8xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return %g : tensor<2x8xf32>
+}
