@@ -115,6 +115,9 @@ SEED_GPU_BUILDS = {
                                           torch.empty(8192, dtype=torch.float16), BLOCK=2048), "ld.global.v4.b32"),
     "add_relu_layernorm": (lambda m: m.add_relu_layernorm(*[torch.empty(64, 1024, dtype=torch.float16)] * 2,
                                                           *[torch.empty(1024, dtype=torch.float16)] * 2), "ld.global.v4.b32"),
+    # channels-last video, 16 x 16 patches of 3 channels: whole patch rows (96 bytes) read as 16-byte vectors
+    "patch_gather": (lambda m: m.patch_gather(torch.empty(2, 4, 32, 32, 3, dtype=torch.float16).permute(0, 1, 4, 2, 3),
+                                              pt=2, st=2, ph=16, pw=16), "ld.global.v4.b32"),
 }
 
 
