@@ -250,12 +250,16 @@ def lower_dot(op):
 
 def lower_gather(op):
     # result[..., i, ...] = src[..., index[..., i, ...], ...]: a generic over the index tile
-    # whose payload extracts from the source.
+    # whose payload extracts from the source. Indices are taken modulo the source's extent,
+    # as on a GPU: an index outside the tile reads some element of it, never other memory.
     src, index = op.operands
     ty = ir.RankedTensorType(op.result.type)
     axis = ir.IntegerAttr(op.attributes["axis"]).value
 
+    extent = ir.RankedTensorType(src.type).shape[axis]
+
     def body(i, _out):
+        i = arith.remui(i, arith.ConstantOp(i.type, extent).result)  # in the tile whatever the index
         at = [to_index(i) if d == axis else linalg.IndexOp(d).result for d in range(ty.rank)]
         return [tensor.ExtractOp(src, at).result]
 

@@ -40,7 +40,7 @@ from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile
 from .distributed_layout import MmaDistribution, row_major_strides
-from .register_vectors import elements, from_elements, i32, linear_index
+from .register_vectors import elements, from_elements, i32, linear_index, splat
 
 
 def _run(dist, unit: int) -> int:
@@ -136,24 +136,27 @@ def op_tile_gather(self, op):
         else:
             vector.StoreOp(from_elements(vals[r : r + w], elem), buf, at, alignment=w * bits(elem) // 8)
     gpu.barrier()
-    picked = _i32_vector(self.value(index), n)
+    picked = _i32_vector(self.value(index), n, sdist.shape[axis])
     at = [picked if d == axis else c for d, c in enumerate(self.coords(dist))]
     targets = elements(linear_index(at, row_major_strides(sdist.shape), n), n)
     out = [memref.LoadOp(buf, [to_index(_padded(t, elem))]).result for t in targets]
     self.map[op.results[0]] = from_elements(out, elem)
 
 
-def _i32_vector(v, n: int):
+def _i32_vector(v, n: int, extent: int):
+    """The index registers as i32, modulo the source's extent: an index outside the tile
+    reads some element of it (as on the CPU), never other shared memory."""
     i32_vec = ir.VectorType.get([n], ir.IntegerType.get_signless(32))
-    return v if ir.VectorType(v.type).element_type == i32_vec.element_type else arith.trunci(i32_vec, v)
+    v = v if ir.VectorType(v.type).element_type == i32_vec.element_type else arith.trunci(i32_vec, v)
+    return arith.remui(v, splat(i32(extent), n))
 
 
 def _gather_by_exchange(self, op, axis: int):
     src, index = op.operands
     dist = self.dist(op.results[0])
     n = dist.num_registers
-    at = [_i32_vector(self.value(index), n) if d == axis else c for d, c in enumerate(self.coords(dist))]
     sdist = self.dist(src)
+    at = [_i32_vector(self.value(index), n, sdist.shape[axis]) if d == axis else c for d, c in enumerate(self.coords(dist))]
     lin = linear_index(at, row_major_strides(sdist.shape), n)
     elem = ir.RankedTensorType(src.type).element_type
     self.map[op.results[0]] = self.exchange(self.value(src), sdist, self.coords(sdist), elem, lin, n)

@@ -166,7 +166,7 @@ def _verify_gather(op):
         verify=_verify_gather)
 def gather(src, index, axis: int, *, loc=None, ip=None) -> ir.Value:
     """Elements of a tile picked along `axis` by an index tile (Triton's `tl.gather`):
-    result[i, j] = src[index[i, j], j] for axis 0. Indices must lie in the source.
+    result[i, j] = src[index[i, j], j] for axis 0, an index taken modulo the source's extent.
 
     %g = "tile.gather"(%t, %idx) {axis = 0 : i32} : (tensor<2048xf16>, tensor<2048xi32>) -> tensor<2048xf16>
     """

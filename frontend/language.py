@@ -159,7 +159,8 @@ def gather(src, index, axis):
     """Elements of `src` picked along `axis` by `index` (same rank; other dims equal):
     out[i, j] = src[index[i, j], j] for axis 0. A permutation inside a tile, as when a
     tile loaded in the source's order is stored in another (on a GPU, through shared
-    memory). Indices must lie in `src`."""
+    memory). An index is taken modulo src's extent along `axis` (one outside it reads
+    some element of the tile, never other memory)."""
 
 
 @_builtin

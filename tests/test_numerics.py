@@ -155,3 +155,23 @@ def test_control_flow_and_bool_tensors(n, flip):
     torch.testing.assert_close(out, want)
     torch.testing.assert_close(counts, want_counts)
     assert torch.equal(keep, want_keep)
+
+
+@tile.kernel
+def gather_kernel(x, idx, out, ROWS: tile.constexpr, COLS: tile.constexpr, AXIS: tile.constexpr):
+    r, c = tile.arange(0, ROWS), tile.arange(0, COLS)
+    at = r[:, None] * COLS + c[None, :]
+    tile.store(out + at, tile.gather(tile.load(x + at), tile.load(idx + at), AXIS))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather(axis):
+    """tile.gather against torch.gather, indices in range, negative and past the end (taken
+    modulo the source's extent: wrapped as unsigned 32-bit values, then reduced)."""
+    x = torch.randn(8, 16)
+    extent = x.shape[axis]
+    idx = torch.randint(-3 * extent, 3 * extent, (8, 16), dtype=torch.int32)
+    out = torch.empty(8, 16)
+    gather_kernel[(1,)](x, idx, out, ROWS=8, COLS=16, AXIS=axis)
+    wrapped = (idx.to(torch.int64) % (1 << 32)) % extent
+    torch.testing.assert_close(out, torch.gather(x, axis, wrapped), rtol=0, atol=0)

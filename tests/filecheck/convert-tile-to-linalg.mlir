@@ -175,14 +175,17 @@ func.func @dot_tf32(%a: tensor<16x8xf32>, %b: tensor<8x16xf32>, %acc: tensor<16x
 // -----
 
 // gather -> a linalg.generic over the index tile that extracts from the source,
-// at the index along the axis and at the loop's own position along the others.
+// at the index (modulo the source's extent, 8) along the axis and at the loop's
+// own position along the others.
 
 // CHECK-LABEL: func.func @gather(
 // CHECK-SAME: %[[SRC:[^:]*]]: tensor<4x8xf32>, %[[IDX:[^:]*]]: tensor<4x8xi32>
 // CHECK: linalg.generic {{.*}} ins(%[[IDX]] : tensor<4x8xi32>)
 // CHECK-NEXT: ^bb0(%[[I:.*]]: i32, %{{.*}}: f32):
+// CHECK-NEXT: %[[EIGHT:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: %[[IN:.*]] = arith.remui %[[I]], %[[EIGHT]] : i32
 // CHECK-NEXT: %[[R:.*]] = linalg.index 0 : index
-// CHECK-NEXT: %[[J:.*]] = arith.index_cast %[[I]] : i32 to index
+// CHECK-NEXT: %[[J:.*]] = arith.index_cast %[[IN]] : i32 to index
 // CHECK-NEXT: %[[V:.*]] = tensor.extract %[[SRC]][%[[R]], %[[J]]] : tensor<4x8xf32>
 // CHECK-NEXT: linalg.yield %[[V]] : f32
 func.func @gather(%src: tensor<4x8xf32>, %idx: tensor<4x8xi32>) -> tensor<4x8xf32> {
