@@ -23,6 +23,9 @@ but 16 bytes in the blocked layout, so the stores become whole rows per warp
     %r = "tile.convert_layout"(%acc) : (...) -> tensor<128x256xbf16, #tile.blocked<[1, 8], [1, 32], [8, 1], [1, 0]>>
     "tile.store"(%c, %offs2, %r, %m2) : (..., tensor<128x256xbf16, #tile.blocked<...>>, ...)
 
+A `tile.gather`'s index takes the layout of its result (a thread reads the
+elements its index registers name); its source keeps its own.
+
 A 1-D gather (a `tile.load` whose offsets axis analysis cannot prove
 consecutive, so it cannot be one 16-byte vector per thread) loads in a layout of
 one element per thread, consecutive elements on consecutive lanes: a warp's
