@@ -172,7 +172,8 @@ def cast(x, dtype):
 def dot(a, b, acc=None, input_precision=None):
     """(M, K) @ (K, N) + acc, accumulated in f32. f32 operands are multiplied exactly
     ("ieee", the default) or, with input_precision="tf32", rounded to tf32 first, which
-    puts them on the tensor cores of a GPU."""
+    puts them on the tensor cores of a GPU. 16-bit operands are exact either way (as in
+    Triton, the precision is then ignored)."""
 
 
 def cdiv(a, b):
