@@ -302,3 +302,53 @@ func.func @tma_kloop(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i
   return %r : !w
 }
 
+
+// -----
+
+// f32 operands are pipelined only into a tf32 dot (the tensor cores); an exact
+// f32 dot runs on the loop lowering, which reads its operands where they are.
+
+!f = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @f32_kloop
+// CHECK: "tile.local_alloc"() : () -> memref<3x32x16xf32, #gpu.address_space<workgroup>>
+// CHECK: "tile.local_alloc"() : () -> memref<3x16x32xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK-NOT: "tile.load"
+// CHECK: "tile.dot"({{.*}}) {input_precision = "tf32"}
+// CHECK: scf.for
+// CHECK-NOT: tile.local_load
+// CHECK: "tile.load"
+// CHECK: "tile.load"
+// CHECK: "tile.dot"
+// CHECK-NOT: input_precision
+func.func @f32_kloop(%p: !f, %oa: tensor<32x16xi32>, %ob: tensor<16x32xi32>, %ma: tensor<32x16xi1>, %mb: tensor<16x32xi1>,
+                     %K: i32) -> (tensor<32x32xf32>, tensor<32x32xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %zf = arith.constant 0.0 : f32
+  %acc0 = "tile.splat"(%zf) : (f32) -> tensor<32x32xf32>
+  %za = "tile.splat"(%zf) : (f32) -> tensor<32x16xf32>
+  %zb = "tile.splat"(%zf) : (f32) -> tensor<16x32xf32>
+  %r = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %acc0) -> (tensor<32x32xf32>) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<32x16xi32>
+    %offa = arith.addi %oa, %ks : tensor<32x16xi32>
+    %ta = "tile.load"(%p, %offa, %ma, %za) : (!f, tensor<32x16xi32>, tensor<32x16xi1>, tensor<32x16xf32>) -> tensor<32x16xf32>
+    %kt = "tile.splat"(%k) : (i32) -> tensor<16x32xi32>
+    %offb = arith.addi %ob, %kt : tensor<16x32xi32>
+    %tb = "tile.load"(%p, %offb, %mb, %zb) : (!f, tensor<16x32xi32>, tensor<16x32xi1>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %d = "tile.dot"(%ta, %tb, %acc) {input_precision = "tf32"} : (tensor<32x16xf32>, tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    scf.yield %d : tensor<32x32xf32>
+  }
+  %e = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %acc0) -> (tensor<32x32xf32>) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<32x16xi32>
+    %offa = arith.addi %oa, %ks : tensor<32x16xi32>
+    %ta = "tile.load"(%p, %offa, %ma, %za) : (!f, tensor<32x16xi32>, tensor<32x16xi1>, tensor<32x16xf32>) -> tensor<32x16xf32>
+    %kt = "tile.splat"(%k) : (i32) -> tensor<16x32xi32>
+    %offb = arith.addi %ob, %kt : tensor<16x32xi32>
+    %tb = "tile.load"(%p, %offb, %mb, %zb) : (!f, tensor<16x32xi32>, tensor<16x32xi1>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %d = "tile.dot"(%ta, %tb, %acc) : (tensor<32x16xf32>, tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    scf.yield %d : tensor<32x32xf32>
+  }
+  return %r, %e : tensor<32x32xf32>, tensor<32x32xf32>
+}
