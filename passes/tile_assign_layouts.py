@@ -23,6 +23,9 @@ but 16 bytes in the blocked layout, so the stores become whole rows per warp
     %r = "tile.convert_layout"(%acc) : (...) -> tensor<128x256xbf16, #tile.blocked<[1, 8], [1, 32], [8, 1], [1, 0]>>
     "tile.store"(%c, %offs2, %r, %m2) : (..., tensor<128x256xbf16, #tile.blocked<...>>, ...)
 
+Reductions run on blocked layouts: a tensor-core tile reduced (the row maxima
+and sums of attention scores) is converted to its shape's blocked layout first.
+
 A `tile.gather`'s index takes the layout of its result (a thread reads the
 elements its index registers name); its source keeps its own.
 
@@ -114,7 +117,9 @@ class TileAssignLayouts:
             if op.name == "tile.load" and _gathers(op, axis):
                 self.load_per_lane(op)
             if op.name == "tile.store" and _stores_by_pairs(op, axis):
-                self.store_by_rows(op, bits)
+                self.to_blocked(op, 2, bits)
+            if op.name == "tile.reduce" and isinstance(encoding_of(op.operands[0].type), (Mma, Wgmma)):
+                self.to_blocked(op, 0, bits)
         for op in ops:
             anchor = _layout_anchor(op)
             want = encoding_of(anchor.type) if anchor is not None else None
@@ -149,14 +154,16 @@ class TileAssignLayouts:
             back = tile_ops.convert_layout(result, want)
         result.replace_all_uses_except(back, back.owner.operation)
 
+    def to_blocked(self, op, operand: int, bits: dict):
+        """Give the op's tensor-core operand its shape's blocked layout, through a convert_layout.
 
-    def store_by_rows(self, store, bits: dict):
-        # store %acc (#tile.mma / #tile.wgmma) -> store (convert_layout %acc : #tile.blocked)
-        value = store.operands[2]
+        store %acc (#tile.mma / #tile.wgmma) -> store (convert_layout %acc : #tile.blocked)
+        reduce %s (#tile.mma / #tile.wgmma) -> reduce (convert_layout %s : #tile.blocked)"""
+        value = op.operands[operand]
         shape = list(ir.RankedTensorType(value.type).shape)
         blocked = Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
-        with ir.InsertionPoint(store), store.location:
-            store.operands[2] = tile_ops.convert_layout(value, with_encoding(value.type, blocked))
+        with ir.InsertionPoint(op), op.location:
+            op.operands[operand] = tile_ops.convert_layout(value, with_encoding(value.type, blocked))
 
 
 def _stores_by_pairs(store, axis) -> bool:

@@ -118,6 +118,8 @@ SEED_GPU_BUILDS = {
     # channels-last video, 16 x 16 patches of 3 channels: whole patch rows (96 bytes) read as 16-byte vectors
     "patch_gather": (lambda m: m.patch_gather(torch.empty(2, 4, 32, 32, 3, dtype=torch.float16).permute(0, 1, 4, 2, 3),
                                               pt=2, st=2, ph=16, pw=16), "ld.global.v4.b32"),
+    # 64 queries x 64 keys of D = 64 in f16: both dots on tensor cores, the row statistics reduced
+    "flash_attention": (lambda m: m.attention(*[torch.empty(1, 2, 256, 64, dtype=torch.float16)] * 3), "mma.sync.aligned"),
 }
 
 

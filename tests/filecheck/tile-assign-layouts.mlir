@@ -195,3 +195,18 @@ func.func @epilogue_columns(%c: !c, %a: tensor<128x64xbf16>, %b: tensor<64x128xb
   "tile.store"(%c, %offs, %v, %m) : (!c, tensor<128x128xi32>, tensor<128x128xbf16>, tensor<128x128xi1>) -> ()
   return
 }
+
+// -----
+
+// A reduction of a tensor-core tile (attention's row maximum of its scores)
+// reads it in its shape's blocked layout: a convert_layout goes before the reduce.
+
+// CHECK-LABEL: func.func @reduce_scores
+// CHECK: %[[S:.*]] = "tile.dot"
+// CHECK-NEXT: %[[B:.*]] = "tile.convert_layout"(%[[S]]) : (tensor<64x64xf32, #tile.{{(wg)?}}mma<{{.*}}>>) -> tensor<64x64xf32, #tile.blocked<{{.*}}>>
+// CHECK-NEXT: "tile.reduce"(%[[B]]) {axis = 1 : i32, kind = "max"}
+func.func @reduce_scores(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>, %acc: tensor<64x64xf32>) -> tensor<64xf32> {
+  %s = "tile.dot"(%a, %b, %acc) : (tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %m = "tile.reduce"(%s) {axis = 1 : i32, kind = "max"} : (tensor<64x64xf32>) -> tensor<64xf32>
+  return %m : tensor<64xf32>
+}
