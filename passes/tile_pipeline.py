@@ -134,8 +134,8 @@ class TilePipeline:
         found = []
         for op in body.operations:
             op = op.operation
-            if op.name != "tile.load":
-                continue
+            if op.name != "tile.load" or not isinstance(op.results[0].type, ir.RankedTensorType):
+                continue  # (a scalar load, such as a page number read from a table)
             base, offsets, mask, other = op.operands
             t = ir.RankedTensorType(op.results[0].type)
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]

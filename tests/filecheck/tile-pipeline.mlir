@@ -352,3 +352,26 @@ func.func @f32_kloop(%p: !f, %oa: tensor<32x16xi32>, %ob: tensor<16x32xi32>, %ma
   }
   return %r, %e : tensor<32x32xf32>, tensor<32x32xf32>
 }
+
+// -----
+
+// A scalar load in the loop (a page number read from a table, as paged attention
+// does) is no ring candidate; the pass leaves the loop as it is.
+
+!t = memref<?xi32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @scalar_load_in_loop
+// CHECK-NOT: tile.local_alloc
+// CHECK: scf.for
+// CHECK: "tile.load"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?xi32, strided<[?], offset: ?>>, i32, i1, i32) -> i32
+func.func @scalar_load_in_loop(%table: !t, %n: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %true = arith.constant true
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c0) -> (i32) : i32 {
+    %p = "tile.load"(%table, %i, %true, %c0) : (!t, i32, i1, i32) -> i32
+    %s = arith.addi %acc, %p : i32
+    scf.yield %s : i32
+  }
+  return %r : i32
+}
