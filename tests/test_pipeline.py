@@ -125,6 +125,9 @@ SEED_GPU_BUILDS = {
                                                     *[torch.empty(8, 16, 4, 64, dtype=torch.float16)] * 2,
                                                     torch.zeros(2, 4, dtype=torch.int32), torch.ones(2, dtype=torch.int32)),
                         "ld.global.v4.b32"),
+    # bf16 activations against int4 weights unpacked in registers: both dots on tensor cores
+    "int4_matmul": (lambda m: m.int4_matmul(torch.empty(128, 128, dtype=torch.bfloat16), torch.empty(64, 128, dtype=torch.int8),
+                                            torch.empty(4, 128, dtype=torch.bfloat16), 32), "mma.sync.aligned.m16n8k16"),
 }
 
 
