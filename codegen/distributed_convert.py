@@ -65,15 +65,28 @@ def _accesses(self, dist, tile: SharedTile):
     return [(r, w, to_index(tile.offset(rows[r], cols[r]))) for r in range(0, n, w)]
 
 
+def _put(buf, vals: list, r: int, w: int, at, elem):
+    """Registers r .. r + w - 1 into `buf` at element `at`: one vector store, or a scalar one."""
+    if w == 1:
+        memref.StoreOp(vals[r], buf, [at])
+    else:
+        vector.StoreOp(from_elements(vals[r : r + w], elem), buf, [at], alignment=w * bits(elem) // 8)
+
+
+def _get(buf, w: int, at, elem) -> list:
+    """w elements of `buf` from element `at`: one vector load, or a scalar one."""
+    if w == 1:
+        return [memref.LoadOp(buf, [at]).result]
+    vty = ir.VectorType.get([w], elem)
+    return elements(vector.LoadOp(vty, buf, [at], alignment=w * bits(elem) // 8).result, w)
+
+
 def stage(self, value, tile: SharedTile):
     """Every register of a 2-D tile into the shared tile (swizzled); vector stores along rows where possible."""
     dist = self.dist(value)
     vals = elements(self.value(value), dist.num_registers)
     for r, w, at in _accesses(self, dist, tile):
-        if w == 1:
-            memref.StoreOp(vals[r], tile.buf, [at])
-        else:
-            vector.StoreOp(from_elements(vals[r : r + w], tile.elem), tile.buf, [at], alignment=w * bits(tile.elem) // 8)
+        _put(tile.buf, vals, r, w, at, tile.elem)
 
 
 def _fits(t: ir.RankedTensorType) -> bool:
@@ -90,73 +103,60 @@ def op_tile_convert_layout(self, op):
     gpu.barrier()
     stage(self, src, tile)
     gpu.barrier()
-    dist = self.dist(op.results[0])
-    out = []
-    for _, w, at in _accesses(self, dist, tile):
-        if w == 1:
-            out.append(memref.LoadOp(tile.buf, [at]).result)
-        else:
-            vty = ir.VectorType.get([w], t.element_type)
-            out.extend(elements(vector.LoadOp(vty, tile.buf, [at], alignment=w * bits(t.element_type) // 8).result, w))
+    out = [x for _, w, at in _accesses(self, self.dist(op.results[0]), tile) for x in _get(tile.buf, w, at, t.element_type)]
     self.map[op.results[0]] = from_elements(out, t.element_type)
+
+
+def _padding(elem) -> tuple[int, int]:
+    """(elements per 128 bytes, elements per 16 bytes): the gather buffer's period and pad."""
+    return 1024 // bits(elem), 128 // bits(elem)
 
 
 def _padded(i, elem):
     """Position of linear element i in a buffer with 16 bytes of padding after every 128:
     rows of 128 bytes read down a column then fall in different banks."""
-    per = 128 // bits(elem) * 8  # elements per 128 bytes
-    pad = 128 // bits(elem)  # elements per 16 bytes
-    shift = per.bit_length() - 1
-    return arith.addi(i, arith.muli(arith.shrui(i, i32(shift)), i32(pad)))
+    per, pad = _padding(elem)
+    return arith.addi(i, arith.muli(arith.shrui(i, i32(per.bit_length() - 1)), i32(pad)))
+
+
+def _gathered_positions(self, op, dist, sdist, axis: int):
+    """Per result register, the linear position in the source of the element it picks: the
+    index (i32, modulo the source's extent, so that an index outside the tile reads some
+    element of it, as on the CPU, never other shared memory) along `axis`, the register's
+    own coordinate along the others."""
+    n = dist.num_registers
+    picked = self.value(op.operands[1])
+    i32_vec = ir.VectorType.get([n], ir.IntegerType.get_signless(32))
+    if ir.VectorType(picked.type).element_type != i32_vec.element_type:
+        picked = arith.trunci(i32_vec, picked)
+    picked = arith.remui(picked, splat(i32(sdist.shape[axis]), n))
+    at = [picked if d == axis else c for d, c in enumerate(self.coords(dist))]
+    return linear_index(at, row_major_strides(sdist.shape), n)
 
 
 def op_tile_gather(self, op):
     src, index = op.operands
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     elem = ir.RankedTensorType(src.type).element_type
-    if bits(elem) not in (8, 16, 32, 64) or isinstance(elem, ir.IntegerType) and elem.width == 1:
-        return _gather_by_exchange(self, op, axis)
-    dist = self.dist(op.results[0])
     if encoding_of(index.type) != encoding_of(op.results[0].type):  # tile-assign-layouts makes them one
         raise TileError("gather's index and result must share a layout: a thread reads what its index registers name")
-    n = dist.num_registers
-    sdist = self.dist(src)
+    dist, sdist = self.dist(op.results[0]), self.dist(src)
+    n, sn = dist.num_registers, sdist.num_registers
+    if bits(elem) not in (8, 16, 32, 64) or isinstance(elem, ir.IntegerType) and elem.width == 1:
+        targets = _gathered_positions(self, op, dist, sdist, axis)
+        self.map[op.results[0]] = self.exchange(self.value(src), sdist, self.coords(sdist), elem, targets, n)
+        return
     size = math.prod(sdist.shape)
-    per = 1024 // bits(elem)
-    buf = self.scratch(elem, size + size // per * (128 // bits(elem)), align=16)
+    per, pad = _padding(elem)
+    buf = self.scratch(elem, size + size // per * pad, align=16)
     # Every source register at its (padded) linear position, runs along rows as 16-byte stores.
-    lin = elements(linear_index(self.coords(sdist), row_major_strides(sdist.shape), sdist.num_registers), sdist.num_registers)
-    vals = elements(self.value(src), sdist.num_registers)
-    w = _run(sdist, 128 // bits(elem)) if not isinstance(sdist, MmaDistribution) else 1
+    lin = elements(linear_index(self.coords(sdist), row_major_strides(sdist.shape), sn), sn)
+    vals = elements(self.value(src), sn)
+    w = _run(sdist, pad) if not isinstance(sdist, MmaDistribution) else 1
     gpu.barrier()
-    for r in range(0, sdist.num_registers, w):
-        at = [to_index(_padded(lin[r], elem))]
-        if w == 1:
-            memref.StoreOp(vals[r], buf, at)
-        else:
-            vector.StoreOp(from_elements(vals[r : r + w], elem), buf, at, alignment=w * bits(elem) // 8)
+    for r in range(0, sn, w):
+        _put(buf, vals, r, w, to_index(_padded(lin[r], elem)), elem)
     gpu.barrier()
-    picked = _i32_vector(self.value(index), n, sdist.shape[axis])
-    at = [picked if d == axis else c for d, c in enumerate(self.coords(dist))]
-    targets = elements(linear_index(at, row_major_strides(sdist.shape), n), n)
-    out = [memref.LoadOp(buf, [to_index(_padded(t, elem))]).result for t in targets]
+    targets = _gathered_positions(self, op, dist, sdist, axis)
+    out = [memref.LoadOp(buf, [to_index(_padded(t, elem))]).result for t in elements(targets, n)]
     self.map[op.results[0]] = from_elements(out, elem)
-
-
-def _i32_vector(v, n: int, extent: int):
-    """The index registers as i32, modulo the source's extent: an index outside the tile
-    reads some element of it (as on the CPU), never other shared memory."""
-    i32_vec = ir.VectorType.get([n], ir.IntegerType.get_signless(32))
-    v = v if ir.VectorType(v.type).element_type == i32_vec.element_type else arith.trunci(i32_vec, v)
-    return arith.remui(v, splat(i32(extent), n))
-
-
-def _gather_by_exchange(self, op, axis: int):
-    src, index = op.operands
-    dist = self.dist(op.results[0])
-    n = dist.num_registers
-    sdist = self.dist(src)
-    at = [_i32_vector(self.value(index), n, sdist.shape[axis]) if d == axis else c for d, c in enumerate(self.coords(dist))]
-    lin = linear_index(at, row_major_strides(sdist.shape), n)
-    elem = ir.RankedTensorType(src.type).element_type
-    self.map[op.results[0]] = self.exchange(self.value(src), sdist, self.coords(sdist), elem, lin, n)
