@@ -20,6 +20,7 @@ from ..frontend.parser import parse_function
 from ..passes.walk import collect
 from ..runtime.toolchain import PINS
 from .compiler import run_stages
+from .distributed_dot import k_step
 
 _checked_toolchain = False
 
@@ -95,9 +96,8 @@ def _tensor_core_dots(module) -> bool:
     """True unless the kernel has a dot that mma.sync cannot do: f32 operands without
     tf32, or K not a multiple of the instruction's (16 for 16-bit operands, 8 for tf32)."""
     for dot in collect(module.operation, ["tile.dot"]):
-        a = ir.RankedTensorType(dot.operands[0].type)
-        step = 8 if "input_precision" in dot.attributes else 16
-        if (str(a.element_type) not in ("f16", "bf16") and step == 16) or a.shape[1] % step:
+        step = k_step(dot)
+        if step is None or ir.RankedTensorType(dot.operands[0].type).shape[1] % step:
             return False
     return True
 

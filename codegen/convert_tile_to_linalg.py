@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
+from ..dialects.tile_ops import is_tf32
 from ..passes.registry import register_pass
 from ..passes.walk import collect
 from .tf32_rounding import round_to_tf32
@@ -243,7 +244,7 @@ def lower_store_tile(op):
 
 def lower_dot(op):
     a, b, acc = op.operands
-    if "input_precision" in op.attributes:  # tf32, the only other precision the verifier allows
+    if is_tf32(op):
         a, b = round_to_tf32(a), round_to_tf32(b)
     return linalg.matmul(a, b, outs=[acc])
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
+from ..dialects.tile_ops import is_tf32
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile, shared_writes_done
@@ -28,6 +29,15 @@ from .distributed_layout import MmaDistribution, WgmmaDistribution
 from .distributed_wgmma import supported as wgmma_supported, wgmma_dot
 from .register_vectors import elements, from_elements, i32
 from .tf32_rounding import round_to_tf32
+
+
+def k_step(dot) -> int | None:
+    """The K of one mma.sync for this dot's operands (16 for f16/bf16, 8 for f32 as tf32),
+    or None where the tensor cores cannot multiply them (exact f32)."""
+    elem = str(ir.RankedTensorType(dot.operands[0].type).element_type)
+    if is_tf32(dot):
+        return 8
+    return 16 if elem in ("f16", "bf16") else None
 
 
 def _pack(frag, rows: int):
@@ -68,12 +78,12 @@ def op_tile_dot(self, op):
     elem = ir.RankedTensorType(a.type).element_type
     f32 = ir.F32Type.get()
     cd = self.dist(op.results[0])
-    tf32 = "input_precision" in op.attributes
-    step = 8 if tf32 else 16
+    tf32 = is_tf32(op)
+    step = k_step(op)
+    if step is None:
+        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32), not {elem}")
     if not isinstance(cd, MmaDistribution) or K % step or ir.RankedTensorType(acc.type).element_type != f32:
         raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of {step}")
-    if str(elem) not in ("f16", "bf16") and not tf32:
-        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32), not {elem}")
     ta, tb = (self.map.get(v) for v in (a, b))
     ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
     if ta is None or tb is None:  # stage the register operands in a swizzled scratch tile

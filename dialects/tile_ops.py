@@ -291,6 +291,11 @@ def dot(a, b, acc, *, tf32: bool = False, loc=None, ip=None) -> ir.Value:
     return create("dot", [acc.type], [a, b, acc], attributes, loc=loc, ip=ip).result
 
 
+def is_tf32(dot: ir.Operation) -> bool:
+    """A `tile.dot` whose f32 operands are rounded to tf32 (the only precision besides exact)."""
+    return "input_precision" in dot.attributes
+
+
 def _verify_convert_layout(op):
     if _shape(op.operands[0]) != _shape(op.result) or _elem(op.operands[0]) != _elem(op.result):
         return "convert_layout changes only the encoding"

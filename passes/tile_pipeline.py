@@ -10,9 +10,9 @@ loads they replace; `convert-tile-to-gpu` lowers the new ops to
 operands from the ring (`ldmatrix` for mma.sync, matrix descriptors for wgmma).
 
 A `tile.load` in an `scf.for` body is pipelined when its only users are `dot`
-operands in that body (16-bit, or f32 going to tf32 tensor-core dots), its `other` is zero (what `cp.async` fills in) and its
-offsets and mask depend only on the induction variable and on values defined
-outside the loop. For S = num_stages (>= 2):
+operands in that body (16-bit, or f32 going to tf32 tensor-core dots), its
+`other` is zero (what `cp.async` fills in) and its offsets and mask depend only
+on the induction variable and on values defined outside the loop. For S = num_stages (>= 2):
 
     # prologue: iterations 0 .. S-2 are started before the loop
     %ring = tile.local_alloc : memref<S x R x C x T, workgroup>
@@ -82,6 +82,7 @@ from mlir.dialects import arith, gpu
 from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, encoding_of
 from ..dialects.op_definition import create
+from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, inside
 from .registry import register_pass
 from .tile_fuse import through_groups
@@ -139,7 +140,7 @@ class TilePipeline:
             base, offsets, mask, other = op.operands
             t = ir.RankedTensorType(op.results[0].type)
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]
-            tensor_cores = ("f16", "bf16") if not all("input_precision" in o.attributes for o, _ in users) else ("f32",)
+            tensor_cores = ("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16")
             if (t.rank != 2 or str(t.element_type) not in tensor_cores or not users or not _is_zero(other)
                     or any(o.name != "tile.dot" or n not in _DOT_OPERANDS or o.parent != loop for o, n in users)):
                 continue
