@@ -170,8 +170,10 @@ def _stores_by_pairs(store, axis) -> bool:
     """A store of a tensor-core tile (two consecutive elements per thread) to rows that
     axis analysis proves contiguous for 16 bytes or more."""
     t = store.operands[2].type
-    return (isinstance(t, ir.RankedTensorType) and isinstance(encoding_of(t), (Mma, Wgmma)) and element_bits(ir.ShapedType(t).element_type) in (16, 32)
-            and axis(store.operands[1]).contiguity * element_bits(ir.ShapedType(t).element_type) >= 128)
+    if not isinstance(t, ir.RankedTensorType) or not isinstance(encoding_of(t), (Mma, Wgmma)):
+        return False
+    width = element_bits(ir.RankedTensorType(t).element_type)
+    return width in (16, 32) and axis(store.operands[1]).contiguity * width >= 128
 
 
 def _gathers(load, axis) -> bool:
