@@ -141,7 +141,7 @@ def copy_ceiling_gbs() -> float:
     return 2 * COPY_BYTES / (ms * 1e-3) / 1e9
 
 
-def compile_only(selected: list[dict]) -> int:
+def compile_only(selected: list[dict], overrides: dict) -> int:
     """Make every tile launch of the GPU pass on 'meta' tensors, compiling into the cache."""
     import torch
 
@@ -150,8 +150,8 @@ def compile_only(selected: list[dict]) -> int:
     for c in selected:
         t0 = time.perf_counter()
         try:
-            for w in warp_choices(c["kernel"], c["shape"]):
-                run, cfg = tile_impl(c["kernel"], c["shape"], w)
+            for w in warp_choices(c["kernel"], c["shape"], overrides):
+                run, cfg = tile_impl(c["kernel"], c["shape"], w, overrides)
                 run(*make_inputs(c["kernel"], c["shape"], getattr(torch, c["dtype"]), "meta"))
             status = "compiled"
         except Exception as e:  # noqa: BLE001  (report every config, whatever fails)
@@ -187,7 +187,7 @@ def _check_and_time(fn, inputs, expected, tol, sync, timing=None) -> dict:
     return {"status": "ok", "ms": ms, "reps": reps}
 
 
-def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
+def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict) -> int:
     import torch
 
     import report
@@ -226,9 +226,9 @@ def benchmark(selected: list[dict], out_dir: str, command: str) -> int:
             if bar:
                 bar.set_description(f"{kernel} {'x'.join(map(str, shape))} {impl}")
             runs, fns = [], []
-            for w in warp_choices(kernel, shape) if impl != "torch" else [None]:
+            for w in warp_choices(kernel, shape, overrides) if impl != "torch" else [None]:
                 try:
-                    fn, cfg = (tile_impl(kernel, shape, w) if impl == "tile" else triton_impl(kernel, shape, w)
+                    fn, cfg = (tile_impl(kernel, shape, w, overrides) if impl == "tile" else triton_impl(kernel, shape, w)
                                if impl == "triton" else (torch_impl(kernel), {}))
                     runs.append({"config": cfg, **_check_and_time(fn, inputs, expected, tol, sync, timing)})
                     fns.append(fn)
@@ -286,17 +286,20 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
     ap.add_argument("--group", choices=["main", "sweep", "matmul"], help="only the main points, the sweep or the matmuls")
     ap.add_argument("--smoke", action="store_true", help="fewer rows, same specializations: a quick end-to-end check")
+    ap.add_argument("--set", nargs="*", default=[], metavar="NAME=INT",
+                    help="tile launch parameters instead of tile_config's, e.g. --set NP=4 (with --only)")
     args = ap.parse_args()
+    overrides = {k: int(v) for k, v in (x.split("=", 1) for x in args.set)}
     selected = [c for c in cases(args.smoke) if (not args.only or c["kernel"] in args.only)
                 and (not args.group or c["group"] == args.group)]
     if args.compile_only:
         os.environ.setdefault("TILE_TARGET", "sm_90a")
         os.environ["TILE_COMPILE_ONLY"] = "1"
-        return compile_only(selected)
+        return compile_only(selected, overrides)
     out_dir = args.out or os.path.join(os.getcwd(), "bench-out")
     os.makedirs(out_dir, exist_ok=True)
     command = " ".join([os.path.basename(sys.executable), *sys.argv])
-    return benchmark(selected, out_dir, command)
+    return benchmark(selected, out_dir, command, overrides)
 
 
 if __name__ == "__main__":

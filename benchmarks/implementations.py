@@ -24,11 +24,12 @@ def _warps(block: int) -> int:
     return min(max(block // 512, 4), 16)
 
 
-def tile_config(kernel: str, shape, num_warps: int | None = None) -> dict:
+def tile_config(kernel: str, shape, num_warps: int | None = None, overrides: dict | None = None) -> dict:
     """Constexprs and num_warps of the tile launch for a kernel at a shape (num_warps
-    given: that many instead of the default); the one place both passes take them
+    given: that many instead of the default; `overrides`: values that replace the
+    defaults, as harness.py's --set gives them); the one place both passes take them
     from. The codegen allows at most 256 32-bit registers' worth of tile elements
-    per thread: BLOCK / (32 * num_warps) <= 256."""
+    per thread: BLOCK / (32 * num_warps) <= 256 (NP * BLOCK for the patch gather)."""
     if kernel == "vector_add":
         cfg = {"BLOCK": 1024, "num_warps": 4}
     elif kernel == "softmax":
@@ -45,35 +46,41 @@ def tile_config(kernel: str, shape, num_warps: int | None = None) -> dict:
         cfg = {"BLOCK": block, "num_warps": _warps(block)}
     elif kernel == "patch_gather":
         n_k = shape[2] * PATCH["pt"] * PATCH["ph"] * PATCH["pw"]
-        cfg = {"BLOCK": next_pow2(n_k), "num_warps": 4}
+        # NP neighbouring patches a program (the example's `patches`).
+        cfg = {"BLOCK": next_pow2(n_k), "NP": 1, "num_warps": 4}
     elif kernel in MATMUL_KERNELS:
         # shape = (M, N, K). The best config benchmarks/matmul_sweep.py timed on the H200 after
         # TMA (2026-12-03 14:36 UTC, results/2026-12-03-1436-matmul-tma): a 128x256 f32
         # accumulator over 2 warpgroups (wgmma, 64x256 each), operands through 4-stage TMA rings.
         cfg = {"BM": 128, "BN": 256, "BK": 64, "GROUP": 8, "num_warps": 8, "num_stages": 4,
-               "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none"}
+               "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none", **(overrides or {})}
         if cfg["BM"] * cfg["BN"] // (32 * cfg["num_warps"]) > 256:
             raise ValueError(f"{kernel} {shape}: a {cfg['BM']}x{cfg['BN']} accumulator is too large for "
                              f"{cfg['num_warps']} warps")
         return cfg
     else:
         raise KeyError(kernel)
+    cfg.update(overrides or {})
     if num_warps:
         cfg["num_warps"] = num_warps
-    if cfg["BLOCK"] // (32 * cfg["num_warps"]) > 256:
-        raise ValueError(f"{kernel} {shape}: BLOCK {cfg['BLOCK']} is too large a tile for {cfg['num_warps']} warps")
+    if _elements(cfg) // (32 * cfg["num_warps"]) > 256:
+        raise ValueError(f"{kernel} {shape}: {cfg} is too large a tile for {cfg['num_warps']} warps")
     return cfg
 
 
-def warp_choices(kernel: str, shape) -> list[int | None]:
+def _elements(cfg: dict) -> int:
+    return cfg["BLOCK"] * cfg.get("NP", 1)
+
+
+def warp_choices(kernel: str, shape, overrides: dict | None = None) -> list[int | None]:
     """The num_warps each implementation is timed with at a memory-bound point: half, the
     default and twice, within 4 to 32 warps (tile and Triton alike, each reported at its
     best). None: the default, which is all a matmul point is timed with."""
     if kernel in MATMUL_KERNELS:
         return [None]
-    cfg = tile_config(kernel, shape)
+    cfg = tile_config(kernel, shape, overrides=overrides)
     base = cfg["num_warps"]
-    return [w for w in (base // 2, base, base * 2) if 4 <= w <= 32 and cfg["BLOCK"] // (32 * w) <= 256]
+    return [w for w in (base // 2, base, base * 2) if 4 <= w <= 32 and _elements(cfg) // (32 * w) <= 256]
 
 
 def make_inputs(kernel: str, shape, dtype, device: str) -> tuple:
@@ -128,14 +135,14 @@ def _matmul_example():
     return matmul
 
 
-def tile_impl(kernel: str, shape, num_warps: int | None = None):
+def tile_impl(kernel: str, shape, num_warps: int | None = None, overrides: dict | None = None):
     """A function of the inputs that launches the tile kernel with `tile_config` and returns
     its output. It launches the example's kernel directly, not its wrapper, because the
     wrappers take no num_warps and some pick their own BLOCK."""
     import torch
 
     vector_add, fused_softmax, layer_norm, arln, patch_gather = _examples()
-    cfg = dict(tile_config(kernel, shape, num_warps))
+    cfg = dict(tile_config(kernel, shape, num_warps, overrides))
     if kernel == "vector_add":
         def run(x, y):
             out, n = torch.empty_like(x), x.numel()
@@ -163,9 +170,10 @@ def tile_impl(kernel: str, shape, num_warps: int | None = None):
             n_t, n_h, n_w, n_k = (T - p["pt"]) // p["st"] + 1, H // p["ph"], W // p["pw"], C * p["pt"] * p["ph"] * p["pw"]
             out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
             # The example's compile-time arguments (its whole-row path for this channels-last video), the warps ours.
-            meta = {**patch_gather.launch_options(video, **p), "num_warps": cfg["num_warps"]}
+            meta = {**patch_gather.launch_options(video, **p, patches=cfg["NP"]), "num_warps": cfg["num_warps"]}
             assert meta["BLOCK"] == cfg["BLOCK"], (meta, cfg)
-            patch_gather.patch_gather_kernel[(B * n_t * n_h * n_w,)](video, out, n_t, n_h, n_w, n_k, *video.stride(), **meta)
+            grid = (B * n_t * n_h * -(-n_w // cfg["NP"]),)
+            patch_gather.patch_gather_kernel[grid](video, out, n_t, n_h, n_w, n_k, *video.stride(), **meta)
             return out
     elif kernel in MATMUL_KERNELS:
         mm = _matmul_example()

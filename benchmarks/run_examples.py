@@ -22,6 +22,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for examples-<device>.json")
+    ap.add_argument("names", nargs="*", choices=[[], *EXAMPLES], help="examples to run (default: all)")
     args = ap.parse_args()
     import tile
 
@@ -33,7 +34,7 @@ def main() -> int:
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(tile.__file__))), "tile", "examples"))
     results = []
-    for name in EXAMPLES:
+    for name in args.names or EXAMPLES:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError:

@@ -21,10 +21,12 @@ or 32-bit elements; other conversions go element by element (`Translator.exchang
 
 `op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
 through shared memory too: every thread writes its source registers at their
-linear positions (16-byte stores along rows), a barrier, then each reads the
-elements its index registers name. The buffer has 16 bytes of padding after every
-128, so that a permutation reading down a column of 128-byte rows (patch gather)
-hits different banks instead of one (16-way conflicts without it).
+linear positions, a barrier, then each reads the elements its index registers
+name, one at a time. The buffer has 4 bytes of padding after every 128: a warp
+reading down a column of 128-byte rows (patch gather) then finds each row one bank
+further on, all 32 banks, where unpadded rows put it on one bank (32-way conflicts)
+and 16 bytes of padding on 8 (4-way). The stores are 4 bytes wide, which the
+padding keeps aligned; a warp storing along its rows still covers all 32 banks.
 """
 
 from __future__ import annotations
@@ -108,13 +110,14 @@ def op_tile_convert_layout(self, op):
 
 
 def _padding(elem) -> tuple[int, int]:
-    """(elements per 128 bytes, elements per 16 bytes): the gather buffer's period and pad."""
-    return 1024 // bits(elem), 128 // bits(elem)
+    """(elements per 128 bytes, elements per 4 bytes, at least one): the gather buffer's
+    period and pad."""
+    return 1024 // bits(elem), max(32 // bits(elem), 1)
 
 
 def _padded(i, elem):
-    """Position of linear element i in a buffer with 16 bytes of padding after every 128:
-    rows of 128 bytes read down a column then fall in different banks."""
+    """Position of linear element i in a buffer with a bank's 4 bytes of padding after
+    every 128: rows of 128 bytes read down a column then fall in different banks."""
     per, pad = _padding(elem)
     return arith.addi(i, arith.muli(arith.shrui(i, i32(per.bit_length() - 1)), i32(pad)))
 
@@ -149,13 +152,16 @@ def op_tile_gather(self, op):
     size = math.prod(sdist.shape)
     per, pad = _padding(elem)
     buf = self.scratch(elem, size + size // per * pad, align=16)
-    # Every source register at its (padded) linear position, runs along rows as 16-byte stores.
+    # Every source register at its (padded) linear position, runs along rows as 4-byte stores.
     lin = elements(linear_index(self.coords(sdist), row_major_strides(sdist.shape), sn), sn)
     vals = elements(self.value(src), sn)
-    w = _run(sdist, pad) if not isinstance(sdist, MmaDistribution) else 1
+    # A run of up to 16 bytes lies in one 128-byte row: one padded address, 4-byte stores from it.
+    w = _run(sdist, 128 // bits(elem)) if not isinstance(sdist, MmaDistribution) else 1
     gpu.barrier()
     for r in range(0, sn, w):
-        _put(buf, vals, r, w, to_index(_padded(lin[r], elem)), elem)
+        at = _padded(lin[r], elem)
+        for j in range(0, w, pad):
+            _put(buf, vals, r + j, min(w, pad), to_index(arith.addi(at, i32(j)) if j else at), elem)
     gpu.barrier()
     targets = _gathered_positions(self, op, dist, sdist, axis)
     out = [memref.LoadOp(buf, [to_index(_padded(t, elem))]).result for t in elements(targets, n)]

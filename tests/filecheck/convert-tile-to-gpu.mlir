@@ -387,18 +387,22 @@ func.func @sum_in_loop(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?x
 
 // -----
 
-// tile.gather through shared memory: each thread stores its run of 8 f16 as one
-// 16-byte store at its linear position plus 16 bytes of padding per 128 (1024
-// elements take 1152), a barrier, then one load per element its index names,
+// tile.gather through shared memory: each thread stores its run of 8 f16 as four
+// 4-byte stores at its linear position plus 4 bytes of padding per 128 (1024
+// elements take 1056), a barrier, then one load per element its index names,
 // at the padded position of that index.
 
 // CHECK-LABEL: gpu.func @gather(
-// CHECK: %[[BUF:.*]] = memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1152xf16, #gpu.address_space<workgroup>>
-// CHECK-NEXT: gpu.barrier
-// CHECK: vector.store %{{.*}}, %[[BUF]][%{{.*}}] {alignment = 16 : i64} : memref<1152xf16, #gpu.address_space<workgroup>>, vector<8xf16>
-// CHECK-NEXT: gpu.barrier
+// CHECK: %[[BUF:.*]] = memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1056xf16, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-NEXT: %[[SROW:.*]] = arith.shrui %[[S:.*]], %c6_i32 : i32
+// CHECK-NEXT: %[[SPAD:.*]] = arith.muli %[[SROW]], %c2_i32 : i32
+// CHECK-NEXT: %[[SAT:.*]] = arith.addi %[[S]], %[[SPAD]] : i32
+// CHECK-COUNT-4: vector.store %{{.*}}, %[[BUF]][%{{.*}}] {alignment = 4 : i64} : memref<1056xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-NOT: vector.store
+// CHECK: gpu.barrier
 // CHECK: %[[ROW:.*]] = arith.shrui %[[I:.*]], %c6_i32 : i32
-// CHECK-NEXT: %[[PAD:.*]] = arith.muli %[[ROW]], %c8_i32 : i32
+// CHECK-NEXT: %[[PAD:.*]] = arith.muli %[[ROW]], %c2_i32 : i32
 // CHECK-NEXT: %[[AT:.*]] = arith.addi %[[I]], %[[PAD]] : i32
 // CHECK-NEXT: %[[IX:.*]] = arith.index_cast %[[AT]] : i32 to index
 // CHECK-NEXT: memref.load %[[BUF]][%[[IX]]]
