@@ -172,7 +172,7 @@ def tile_impl(kernel: str, shape, num_warps: int | None = None, overrides: dict 
             # The example's compile-time arguments (its whole-row path for this channels-last video), the warps ours.
             meta = {**patch_gather.launch_options(video, **p, patches=cfg["NP"]), "num_warps": cfg["num_warps"]}
             assert meta["BLOCK"] == cfg["BLOCK"], (meta, cfg)
-            grid = (B * n_t * n_h * -(-n_w // cfg["NP"]),)
+            grid = (-(-n_w // cfg["NP"]), n_h, B * n_t)
             patch_gather.patch_gather_kernel[grid](video, out, n_t, n_h, n_w, n_k, *video.stride(), **meta)
             return out
     elif kernel in MATMUL_KERNELS:

@@ -22,11 +22,13 @@ or 32-bit elements; other conversions go element by element (`Translator.exchang
 `op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
 through shared memory too: every thread writes its source registers at their
 linear positions, a barrier, then each reads the elements its index registers
-name, one at a time. The buffer has 4 bytes of padding after every 128: a warp
-reading down a column of 128-byte rows (patch gather) then finds each row one bank
-further on, all 32 banks, where unpadded rows put it on one bank (32-way conflicts)
-and 16 bytes of padding on 8 (4-way). The stores are 4 bytes wide, which the
-padding keeps aligned; a warp storing along its rows still covers all 32 banks.
+name, one at a time. The buffer has 4 bytes of padding after every 128 and 4 more
+after every 4096, so that a warp reading down a column of rows (patch gather) hits
+32 different banks whatever the rows' power-of-two length: rows of 128 bytes fall
+one bank apart, rows of 512 four apart with a fifth bank every 8 rows, and so on
+(unpadded, every row of a column is on one bank: 32-way conflicts). The stores
+are 4 bytes wide, which the padding keeps aligned; a warp storing along its rows
+still covers all 32 banks.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile
 from .distributed_layout import MmaDistribution, row_major_strides
 from .register_vectors import elements, from_elements, i32, linear_index, splat
+from .static_registers import constant_offset_groups, static_values, thread_coords
 
 
 def _run(dist, unit: int) -> int:
@@ -117,9 +120,16 @@ def _padding(elem) -> tuple[int, int]:
 
 def _padded(i, elem):
     """Position of linear element i in a buffer with a bank's 4 bytes of padding after
-    every 128: rows of 128 bytes read down a column then fall in different banks."""
+    every 128 bytes and after every 4096 (see the module doc)."""
     per, pad = _padding(elem)
-    return arith.addi(i, arith.muli(arith.shrui(i, i32(per.bit_length() - 1)), i32(pad)))
+    shift = per.bit_length() - 1
+    rows = arith.addi(arith.shrui(i, i32(shift)), arith.shrui(i, i32(shift + 5)))
+    return arith.addi(i, arith.muli(rows, i32(pad)))
+
+
+def _padded_size(size: int, elem) -> int:
+    per, pad = _padding(elem)
+    return size + (size // per + size // (per * 32)) * pad
 
 
 def _gathered_positions(self, op, dist, sdist, axis: int):
@@ -149,9 +159,8 @@ def op_tile_gather(self, op):
         targets = _gathered_positions(self, op, dist, sdist, axis)
         self.map[op.results[0]] = self.exchange(self.value(src), sdist, self.coords(sdist), elem, targets, n)
         return
-    size = math.prod(sdist.shape)
-    per, pad = _padding(elem)
-    buf = self.scratch(elem, size + size // per * pad, align=16)
+    _, pad = _padding(elem)
+    buf = self.scratch(elem, _padded_size(math.prod(sdist.shape), elem), align=16)
     # Every source register at its (padded) linear position, runs along rows as 4-byte stores.
     lin = elements(linear_index(self.coords(sdist), row_major_strides(sdist.shape), sn), sn)
     vals = elements(self.value(src), sn)
@@ -163,6 +172,23 @@ def op_tile_gather(self, op):
         for j in range(0, w, pad):
             _put(buf, vals, r + j, min(w, pad), to_index(arith.addi(at, i32(j)) if j else at), elem)
     gpu.barrier()
-    targets = _gathered_positions(self, op, dist, sdist, axis)
-    out = [memref.LoadOp(buf, [to_index(_padded(t, elem))]).result for t in elements(targets, n)]
-    self.map[op.results[0]] = from_elements(out, elem)
+    targets = elements(_gathered_positions(self, op, dist, sdist, axis), n)
+    at = [None] * n
+    for r, (b, offset) in enumerate(_address_groups(self, index, dist, sdist, axis, elem)):
+        at[r] = _padded(targets[r], elem) if b == r else arith.addi(at[b], i32(offset))
+    self.map[op.results[0]] = from_elements([memref.LoadOp(buf, [to_index(a)]).result for a in at], elem)
+
+
+def _address_groups(self, index, dist, sdist, axis: int, elem) -> list[tuple[int, int]]:
+    """Per result register, (b, offset): its padded position in the gather buffer is register
+    b's plus `offset` in every thread, where the index is known at compile time
+    (static_registers); otherwise (r, 0), each computed on its own."""
+    coords = thread_coords(dist, self.threads)
+    picked = static_values(index, coords)
+    if picked is None:
+        return [(r, 0) for r in range(dist.num_registers)]
+    coords[axis] = picked % (1 << 32) % sdist.shape[axis]  # as _gathered_positions' remui
+    lin = sum(c * s for c, s in zip(coords, row_major_strides(sdist.shape)))
+    per, pad = _padding(elem)
+    shift = per.bit_length() - 1
+    return constant_offset_groups(lin + ((lin >> shift) + (lin >> (shift + 5))) * pad)

@@ -32,11 +32,10 @@ import tile
 def patch_gather_kernel(video, out, n_t, n_h, n_w, n_k, s_b, s_t, s_c, s_h, s_w, ST: tile.constexpr,
                         PT: tile.constexpr, PH: tile.constexpr, PW: tile.constexpr, BLOCK: tile.constexpr,
                         C: tile.constexpr = 0, RUN: tile.constexpr = 0, NP: tile.constexpr = 1):
-    # Program g gathers the NP neighbouring patches x0 .. x0+NP-1 of one band (b, i, y),
-    # whose outputs are one run of NP * n_k elements.
-    g = tile.program_id(0)
-    n_g = tile.cdiv(n_w, NP)
-    x0, y, clip = g % n_g * NP, g // n_g % n_h, g // (n_g * n_h)
+    # Program (g, y, clip) gathers the NP neighbouring patches x0 .. x0+NP-1 of band y of
+    # clip (b, i), whose outputs are one run of NP * n_k elements. A 3-D grid, so that
+    # no program divides its id at run time.
+    x0, y, clip = tile.program_id(0) * NP, tile.program_id(1), tile.program_id(2)
     b, i = clip // n_t, clip % n_t
     kk = tile.arange(0, NP * BLOCK)
     q, k = kk // BLOCK, kk % BLOCK  # patch x0 + q, its element k
@@ -77,7 +76,7 @@ def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, patche
     B, T, C, H, W = video.shape
     n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw
     out = torch.empty((B, n_t, n_h, n_w, n_k), dtype=video.dtype, device=video.device)
-    grid = (B * n_t * n_h * -(-n_w // patches),)
+    grid = (-(-n_w // patches), n_h, B * n_t)
     patch_gather_kernel[grid](video, out, n_t, n_h, n_w, n_k, *video.stride(),
                               **launch_options(video, pt, st, ph, pw, patches))
     return out

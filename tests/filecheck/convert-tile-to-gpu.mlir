@@ -388,25 +388,32 @@ func.func @sum_in_loop(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?x
 // -----
 
 // tile.gather through shared memory: each thread stores its run of 8 f16 as four
-// 4-byte stores at its linear position plus 4 bytes of padding per 128 (1024
-// elements take 1056), a barrier, then one load per element its index names,
-// at the padded position of that index.
+// 4-byte stores from its linear position plus 4 bytes of padding per 128 and per
+// 4096 (1024 elements take 1056), a barrier, then one load per element its index
+// names, at the padded position of that index.
 
 // CHECK-LABEL: gpu.func @gather(
 // CHECK: %[[BUF:.*]] = memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1056xf16, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK-NEXT: %[[SROW:.*]] = arith.shrui %[[S:.*]], %c6_i32 : i32
-// CHECK-NEXT: %[[SPAD:.*]] = arith.muli %[[SROW]], %c2_i32 : i32
+// CHECK-NEXT: %[[SBLK:.*]] = arith.shrui %[[S]], %c11_i32 : i32
+// CHECK-NEXT: %[[SROWS:.*]] = arith.addi %[[SROW]], %[[SBLK]] : i32
+// CHECK-NEXT: %[[SPAD:.*]] = arith.muli %[[SROWS]], %c2_i32 : i32
 // CHECK-NEXT: %[[SAT:.*]] = arith.addi %[[S]], %[[SPAD]] : i32
 // CHECK-COUNT-4: vector.store %{{.*}}, %[[BUF]][%{{.*}}] {alignment = 4 : i64} : memref<1056xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // CHECK-NOT: vector.store
 // CHECK: gpu.barrier
 // CHECK: %[[ROW:.*]] = arith.shrui %[[I:.*]], %c6_i32 : i32
-// CHECK-NEXT: %[[PAD:.*]] = arith.muli %[[ROW]], %c2_i32 : i32
+// CHECK-NEXT: %[[BLK:.*]] = arith.shrui %[[I]], %c11_i32 : i32
+// CHECK-NEXT: %[[ROWS:.*]] = arith.addi %[[ROW]], %[[BLK]] : i32
+// CHECK-NEXT: %[[PAD:.*]] = arith.muli %[[ROWS]], %c2_i32 : i32
 // CHECK-NEXT: %[[AT:.*]] = arith.addi %[[I]], %[[PAD]] : i32
-// CHECK-NEXT: %[[IX:.*]] = arith.index_cast %[[AT]] : i32 to index
+// CHECK-NEXT: %[[AT1:.*]] = arith.addi %[[AT]], %c7_i32 : i32
+// CHECK: %[[IX:.*]] = arith.index_cast %[[AT]] : i32 to index
 // CHECK-NEXT: memref.load %[[BUF]][%[[IX]]]
-// CHECK-COUNT-7: memref.load %[[BUF]]
+// CHECK-NEXT: %[[IX1:.*]] = arith.index_cast %[[AT1]] : i32 to index
+// CHECK-NEXT: memref.load %[[BUF]][%[[IX1]]]
+// CHECK-COUNT-6: memref.load %[[BUF]]
 // CHECK-NOT: memref.load %[[BUF]]
 // CHECK: gpu.return
 #b = #tile.blocked<[8], [32], [4], [0]>
@@ -423,6 +430,38 @@ func.func @gather(%x: memref<?xf16, strided<[?], offset: ?>>, %out: memref<?xf16
   %c1023 = arith.constant 1023 : i32
   %mk = "tile.splat"(%c1023) : (i32) -> tensor<1024xi32, #b>
   %idx = arith.andi %idx0, %mk : tensor<1024xi32, #b>
+  %g = "tile.gather"(%v, %idx) {axis = 0 : i32} : (tensor<1024xf16, #b>, tensor<1024xi32, #b>) -> tensor<1024xf16, #b>
+  "tile.store"(%out, %r, %g, %m) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xf16, #b>, tensor<1024xi1, #b>) -> ()
+  return
+}
+
+// -----
+
+// A permutation within each thread's run (index r xor 1) is the same shift in
+// every thread: one address is computed, the other 7 loads are at constant offsets.
+
+// CHECK-LABEL: gpu.func @gather_pairs_swapped(
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK: arith.muli %{{.*}}, %c2_i32 : i32
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: arith.addi %[[AT]], %c-1_i32 : i32
+// CHECK-COUNT-6: arith.addi %[[AT]], %c{{[0-9]+}}_i32 : i32
+// CHECK-NOT: arith.shrui
+// CHECK-COUNT-8: memref.load
+// CHECK-NOT: memref.load
+// CHECK: gpu.return
+#b = #tile.blocked<[8], [32], [4], [0]>
+func.func @gather_pairs_swapped(%x: memref<?xf16, strided<[?], offset: ?>>, %out: memref<?xf16, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32, #b>
+  %t = arith.constant true
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1, #b>
+  %z = arith.constant 0.0 : f16
+  %other = "tile.splat"(%z) : (f16) -> tensor<1024xf16, #b>
+  %v = "tile.load"(%x, %r, %m, %other) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xi1, #b>, tensor<1024xf16, #b>) -> tensor<1024xf16, #b>
+  %c1 = arith.constant 1 : i32
+  %s1 = "tile.splat"(%c1) : (i32) -> tensor<1024xi32, #b>
+  %idx = arith.xori %r, %s1 : tensor<1024xi32, #b>
   %g = "tile.gather"(%v, %idx) {axis = 0 : i32} : (tensor<1024xf16, #b>, tensor<1024xi32, #b>) -> tensor<1024xf16, #b>
   "tile.store"(%out, %r, %g, %m) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xf16, #b>, tensor<1024xi1, #b>) -> ()
   return

@@ -1,0 +1,128 @@
+"""The values an integer tile takes in every register of every thread, computed at
+compile time where the tile is a function of `tile.arange` and constants alone (as
+the index of a permutation usually is).
+
+The GPU codegen uses it to see which registers differ by a constant that is the
+same in every thread: `tile.gather` then computes the shared-memory address of one
+register of each such group and reaches the others by constant offsets, which
+ptxas folds into the loads (`ld.shared [r + 24]`), where each would otherwise
+recompute the whole index expression. The model follows the `arith` semantics of
+i32 (truncating signed division, the remainder's sign that of the dividend, two's
+complement wrap-around); an op outside it, or a runtime scalar, makes the tile
+not static (None), and the codegen then computes every register as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from ..passes.tile_fuse import through_groups
+from .distributed_layout import Distribution
+
+_WRAP = 1 << 32
+
+
+def _i32(x: np.ndarray) -> np.ndarray:
+    """Wrap to the signed 32-bit range, as the i32 arithmetic the codegen emits does."""
+    return (x + (1 << 31)) % _WRAP - (1 << 31)
+
+
+def _u32(x: np.ndarray) -> np.ndarray:
+    return x % _WRAP
+
+
+def _div_trunc(a, b):
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+_BINARY = {
+    "arith.addi": lambda a, b: _i32(a + b),
+    "arith.subi": lambda a, b: _i32(a - b),
+    "arith.muli": lambda a, b: _i32(a * b),
+    "arith.divsi": _div_trunc,
+    "arith.remsi": lambda a, b: a - _div_trunc(a, b) * b,
+    "arith.divui": lambda a, b: _i32(_u32(a) // _u32(b)),
+    "arith.remui": lambda a, b: _i32(_u32(a) % _u32(b)),
+    "arith.andi": lambda a, b: a & b,
+    "arith.ori": lambda a, b: a | b,
+    "arith.xori": lambda a, b: a ^ b,
+    "arith.maxsi": np.maximum,
+    "arith.minsi": np.minimum,
+}
+
+
+def thread_coords(dist: Distribution, num_threads: int) -> list[np.ndarray]:
+    """Per dim, the coordinate each thread's registers hold, [threads, registers]: the
+    numbers `Translator.coords` computes at run time."""
+    L = dist.layout
+    tid = np.arange(num_threads)[:, None]
+    lane, warp = tid % 32, tid // 32
+    out = []
+    for d in range(dist.rank):
+        lane_d = lane // dist.lane_shift(d) % L.threads_per_warp[d]
+        warp_d = warp // dist.warp_shift(d) % L.warps_per_cta[d]
+        base = warp_d * (L.size_per_thread[d] * L.threads_per_warp[d]) + lane_d * L.size_per_thread[d]
+        c = base + np.array([dist.register_offset(d, j[d]) for j in dist.register_indices])[None, :]
+        out.append(c % dist.shape[d] if dist.shape[d] % dist.cta(d) else c)
+    return out
+
+
+def _splat_value(v):
+    """The scalar an integer splat or dense constant holds, if it is a compile-time constant."""
+    if isinstance(v.owner, ir.Block):
+        return None
+    op = v.owner.operation
+    if op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(v.type, ir.IntegerType):
+        return ir.IntegerAttr(attr).value
+    dense = ir.DenseElementsAttr(attr)
+    return ir.IntegerAttr(dense.get_splat_value()).value if dense.is_splat else None
+
+
+def static_values(v, coords: list[np.ndarray], depth: int = 0):
+    """The values of integer tile v at per-dim coordinates ([threads, registers] each), or
+    None where v is not a function of aranges and constants that the model covers."""
+    v = through_groups(v)
+    if depth > 24 or isinstance(v.owner, ir.Block) or not isinstance(v.type, ir.RankedTensorType):
+        return None
+    t = ir.RankedTensorType(v.type)
+    if not isinstance(t.element_type, ir.IntegerType) or t.element_type.width != 32:
+        return None
+    op = v.owner.operation
+    if op.name == "tile.arange":
+        return coords[0] + ir.IntegerAttr(op.attributes["start"]).value
+    if op.name in ("tile.splat", "arith.constant"):
+        x = _splat_value(op.operands[0] if op.name == "tile.splat" else v)
+        return None if x is None else np.full_like(coords[0], x)
+    if op.name == "tile.convert_layout":
+        return static_values(op.operands[0], coords, depth + 1)
+    if op.name == "tile.broadcast":
+        src_shape = ir.RankedTensorType(op.operands[0].type).shape
+        zero = np.zeros_like(coords[0])
+        return static_values(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], depth + 1)
+    if op.name in _BINARY:
+        a, b = (static_values(o, coords, depth + 1) for o in op.operands)
+        if a is None or b is None or op.name.startswith(("arith.div", "arith.rem")) and (b == 0).any():
+            return None
+        return _BINARY[op.name](a, b)
+    return None
+
+
+def constant_offset_groups(values: np.ndarray) -> list[tuple[int, int]]:
+    """Per register r, (b, offset): register b (b <= r, b == r for a group's first) and the
+    offset values[:, r] - values[:, b], the same in every thread."""
+    out, bases = [], []
+    for r in range(values.shape[1]):
+        for b in bases:
+            diff = values[:, r] - values[:, b]
+            if (diff == diff[0]).all():
+                out.append((b, int(diff[0])))
+                break
+        else:
+            bases.append(r)
+            out.append((r, 0))
+    return out
