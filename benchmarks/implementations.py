@@ -46,8 +46,9 @@ def tile_config(kernel: str, shape, num_warps: int | None = None, overrides: dic
         cfg = {"BLOCK": block, "num_warps": _warps(block)}
     elif kernel == "patch_gather":
         n_k = shape[2] * PATCH["pt"] * PATCH["ph"] * PATCH["pw"]
-        # NP neighbouring patches a program (the example's `patches`).
-        cfg = {"BLOCK": next_pow2(n_k), "NP": 1, "num_warps": 4}
+        # NP neighbouring patches a program (the example's `patches`): 2 was the fastest of
+        # 1, 2 and 4 on the H200 (results/2026-12-03-1806-patch-gather-np and later).
+        cfg = {"BLOCK": next_pow2(n_k), "NP": 2, "num_warps": 4}
     elif kernel in MATMUL_KERNELS:
         # shape = (M, N, K). The best config benchmarks/matmul_sweep.py timed on the H200 after
         # TMA (2026-12-03 14:36 UTC, results/2026-12-03-1436-matmul-tma): a 128x256 f32

@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 
-EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul", "flash_attention", "paged_attention", "int4_matmul"]
+EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul", "flash_attention", "paged_attention", "int4_matmul", "fp8_matmul"]
 
 
 def main() -> int:

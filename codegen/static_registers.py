@@ -50,6 +50,15 @@ _BINARY = {
     "arith.xori": lambda a, b: a ^ b,
     "arith.maxsi": np.maximum,
     "arith.minsi": np.minimum,
+    "arith.shli": lambda a, b: _i32(a << b),
+    "arith.shrsi": lambda a, b: a >> b,
+    "arith.shrui": lambda a, b: _i32(_u32(a) >> b),
+}
+_UNDEFINED_AT = {  # operands for which the op has no defined value: the tile is then not static
+    "arith.divsi": lambda b: b == 0, "arith.remsi": lambda b: b == 0,
+    "arith.divui": lambda b: b % _WRAP == 0, "arith.remui": lambda b: b % _WRAP == 0,
+    "arith.shli": lambda b: (b < 0) | (b >= 32), "arith.shrsi": lambda b: (b < 0) | (b >= 32),
+    "arith.shrui": lambda b: (b < 0) | (b >= 32),
 }
 
 
@@ -106,7 +115,7 @@ def static_values(v, coords: list[np.ndarray], depth: int = 0):
         return static_values(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], depth + 1)
     if op.name in _BINARY:
         a, b = (static_values(o, coords, depth + 1) for o in op.operands)
-        if a is None or b is None or op.name.startswith(("arith.div", "arith.rem")) and (b == 0).any():
+        if a is None or b is None or op.name in _UNDEFINED_AT and _UNDEFINED_AT[op.name](b).any():
             return None
         return _BINARY[op.name](a, b)
     return None

@@ -59,7 +59,7 @@ def patch_gather_kernel(video, out, n_t, n_h, n_w, n_k, s_b, s_t, s_c, s_h, s_w,
     tile.store(out + ((clip * n_h + y) * n_w + x0) * n_k + q * n_k + k, v, mask=mask)
 
 
-def launch_options(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, patches: int = 1) -> dict:
+def launch_options(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, patches: int = 2) -> dict:
     """The kernel's compile-time arguments for this video and patching, `patches` neighbouring
     patches a program (a power of two)."""
     B, T, C, H, W = video.shape
@@ -71,7 +71,7 @@ def launch_options(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, patc
     return dict(ST=st, PT=pt, PH=ph, PW=pw, BLOCK=block, C=C if rows else 0, RUN=run if rows else 0, NP=patches)
 
 
-def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, patches: int = 1) -> torch.Tensor:
+def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, patches: int = 2) -> torch.Tensor:
     """Patches of a (B, T, C, H, W) tensor of any strides; see the module doc for the layout."""
     B, T, C, H, W = video.shape
     n_t, n_h, n_w, n_k = (T - pt) // st + 1, H // ph, W // pw, C * pt * ph * pw

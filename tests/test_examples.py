@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul", "flash_attention", "paged_attention", "int4_matmul"]
+EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul", "flash_attention", "paged_attention", "int4_matmul", "fp8_matmul"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

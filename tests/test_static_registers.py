@@ -34,6 +34,16 @@ def test_signed_ops_match_torch_int32(name):
     np.testing.assert_array_equal(_BINARY[name](a, b), want.astype(np.int64))
 
 
+def test_shifts_match_torch_int32():
+    a = torch.tensor(A, dtype=torch.int32)
+    for k in (0, 1, 5, 31):
+        b = np.full_like(A, k)
+        np.testing.assert_array_equal(_BINARY["arith.shli"](A, b), torch.bitwise_left_shift(a, k).numpy())
+        np.testing.assert_array_equal(_BINARY["arith.shrsi"](A, b), torch.bitwise_right_shift(a, k).numpy())
+        want = (a.to(torch.int64) & 0xFFFFFFFF) >> k
+        np.testing.assert_array_equal(_BINARY["arith.shrui"](A, b), want.to(torch.int32).numpy())
+
+
 def test_unsigned_ops_wrap_like_u32():
     a, b = np.array([-1, -8, 9]), np.array([16, 3, 4])
     np.testing.assert_array_equal(_BINARY["arith.remui"](a, b), [(2 ** 32 - 1) % 16, (2 ** 32 - 8) % 3, 1])
