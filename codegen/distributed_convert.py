@@ -183,8 +183,9 @@ def _address_groups(self, index, dist, sdist, axis: int, elem) -> list[tuple[int
     """Per result register, (b, offset): its padded position in the gather buffer is register
     b's plus `offset` in every thread, where the index is known at compile time
     (static_registers); otherwise (r, 0), each computed on its own."""
-    coords = thread_coords(dist, self.threads)
-    picked = static_values(index, coords)
+    # (Tensor-core layouts place registers by their own rules, which thread_coords does not model.)
+    coords = thread_coords(dist, self.threads) if not isinstance(dist, MmaDistribution) else None
+    picked = coords and static_values(index, coords)
     if picked is None:
         return [(r, 0) for r in range(dist.num_registers)]
     coords[axis] = picked % (1 << 32) % sdist.shape[axis]  # as _gathered_positions' remui
