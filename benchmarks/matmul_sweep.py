@@ -61,6 +61,7 @@ def main() -> int:
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--configs", default=None, help="instead of CONFIGS: 'BM,BN,BK,warps,stages;...'")
+    ap.add_argument("--b-col-major", action="store_true", help="B column-major (x @ W.T) at 4096^3 and 8192^3 too")
     args = ap.parse_args()
     configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split(";")] if args.configs else CONFIGS
     import torch
@@ -78,7 +79,7 @@ def main() -> int:
             for act in ("none", "gelu"):
                 cfg = cfg_dict(c, act)
                 for n in SIZES[:1]:
-                    x = inputs(torch, n, n, n, device)
+                    x = inputs(torch, n, n, n, device, col_major_b=args.b_col_major)
                     got = launch(mm, *x, cfg)
                     if args.compile_only:
                         continue
@@ -98,7 +99,7 @@ def main() -> int:
             if not args.compile_only:
                 for act in ("none", "gelu"):
                     for n in SIZES:
-                        x = inputs(torch, n, n, n, device)
+                        x = inputs(torch, n, n, n, device, col_major_b=args.b_col_major)
                         ms = time_ms(torch, lambda: launch(mm, *x, cfg_dict(c, act)))
                         row[f"tflops_{act}_{n}"] = round(2 * n ** 3 / ms / 1e9, 1)
         except Exception as e:  # noqa: BLE001  (one failing config must not hide the others)
@@ -109,7 +110,7 @@ def main() -> int:
     if not args.compile_only:
         ref = {}
         for n in SIZES:
-            a, b, _, _ = inputs(torch, n, n, n, device)
+            a, b, _, _ = inputs(torch, n, n, n, device, col_major_b=args.b_col_major)
             ms = time_ms(torch, lambda: torch.matmul(a, b))
             ref[f"cublas_tflops_{n}"] = round(2 * n ** 3 / ms / 1e9, 1)
         print(json.dumps(ref))

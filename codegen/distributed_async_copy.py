@@ -27,6 +27,7 @@ hit eight different bank groups.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -55,6 +56,7 @@ class SharedTile:
     rows: int
     cols: int
     elem: ir.Type
+    transposed: bool = False  # holds the transpose of the tile it stands for (`tile.local_load`)
 
     @property
     def unit(self) -> int:  # elements per 16 bytes
@@ -144,7 +146,8 @@ def op_tile_local_dealloc(self, op):
 
 
 def op_tile_local_load(self, op):
-    self.map[op.results[0]] = self.map[op.operands[0]].slot(self.value(op.operands[1]))
+    tile = self.map[op.operands[0]].slot(self.value(op.operands[1]))
+    self.map[op.results[0]] = dataclasses.replace(tile, transposed="transposed" in op.attributes)
 
 
 def op_tile_async_copy(self, op):

@@ -15,7 +15,9 @@ A (M x K, K contiguous) is K-major: 8-row groups are 8 swizzle lines apart
 hardware applying the swizzle to the address (so tiles start on 1024 bytes).
 B (K x N, N contiguous) is N-major (`layoutB = row`, the transposed B): its
 8-row groups of K are the stride offset apart and its 128-byte panels of N the
-leading offset apart (`SharedTile` stores panels one after the other).
+leading offset apart (`SharedTile` stores panels one after the other). A B
+that TMA copied from a column-major tensor sits in its slot as N x K, K
+contiguous (`transposed`): K-major (`layoutB = col`), addressed as A is.
 
     wgmma.fence                      ; the accumulator registers are ready
     wgmma.mma_async (per K step, per 64 rows) ...
@@ -66,6 +68,14 @@ def _at(desc, tile: SharedTile, row: int, col):
     return out
 
 
+def _k_major(tile: SharedTile, part, rows: int):
+    """The descriptor of a K-major operand (rows x K, K contiguous, one 128-byte panel at
+    most per row), moved `part` * `rows` rows down (whole 64-row blocks)."""
+    desc = _descriptor(tile, 16, 8 * tile.swizzle_bytes)
+    row_bytes = tile.panel * bits(tile.elem) // 8
+    return arith.addi(desc, arith.extui(ir.IntegerType.get_signless(64), arith.muli(part, i32(rows * row_bytes >> 4))))
+
+
 def supported(ta: SharedTile, tb: SharedTile) -> str | None:
     """Why wgmma cannot read these tiles, or None."""
     for name, t in (("a", ta), ("b", tb)):
@@ -86,13 +96,14 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     warp = gpu.ShuffleOp(self.warp, i32(0), i32(32), gpu.ShuffleMode.IDX).results[0]
     wg = arith.shrui(warp, i32(2))
     part_m, part_n = arith.divui(wg, i32(gn)), arith.remui(wg, i32(gn))
-    # A: K-major, leading offset unused (1); B: N-major, panels `lead` apart.
-    desc_a = _descriptor(ta, 16, 8 * ta.swizzle_bytes)
-    desc_b = _descriptor(tb, tb.rows * tb.panel * bits(elem) // 8, 8 * tb.swizzle_bytes)
-    # The warpgroup's rows of A: part_m * tm rows down, as whole 64-row blocks.
-    row_bytes = ta.panel * bits(elem) // 8
-    desc_a = arith.addi(desc_a, arith.extui(ir.IntegerType.get_signless(64), arith.muli(part_m, i32(tm * row_bytes >> 4))))
-    col_b = (arith.muli(part_n, i32(tn)) if gn > 1 else None, 0)
+    # A: K-major, leading offset unused (1), the warpgroup's part_m * tm rows down; B: N-major,
+    # panels `lead` apart, the warpgroup's columns from part_n * tn, or K-major as A.
+    desc_a = _k_major(ta, part_m, tm)
+    if tb.transposed:
+        desc_b, col_b = _k_major(tb, part_n, tn), None
+    else:
+        desc_b = _descriptor(tb, tb.rows * tb.panel * bits(elem) // 8, 8 * tb.swizzle_bytes)
+        col_b = (arith.muli(part_n, i32(tn)) if gn > 1 else None, 0)
 
     struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (reps_n * 4)) + ")>")
     regs = elements(self.value(acc), cd.num_registers)
@@ -106,10 +117,10 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     attrs = [ir.Attribute.parse(a) for a in (
         f"#nvvm.shape<m = 64, n = {tn}, k = 16>", f"#nvvm.wgmma_type<{elem}>", f"#nvvm.wgmma_type<{elem}>",
         "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
-        "#nvvm.wgmma_scale_in<one>", "#nvvm.mma_layout<row>", "#nvvm.mma_layout<row>")]
+        "#nvvm.wgmma_scale_in<one>", "#nvvm.mma_layout<row>", f"#nvvm.mma_layout<{'col' if tb.transposed else 'row'}>")]
     nvvm.WgmmaFenceAlignedOp()
     for ks in range(ta.cols // 16):
-        b = _at(desc_b, tb, ks * 16, col_b)
+        b = _at(desc_b, tb, 0, (None, ks * 16)) if tb.transposed else _at(desc_b, tb, ks * 16, col_b)
         for rm in range(reps_m):
             a = _at(desc_a, ta, rm * 64, (None, ks * 16))
             accs[rm] = nvvm.WgmmaMmaAsyncOp(struct, accs[rm], a, b, *attrs).result

@@ -106,17 +106,26 @@ def dot_wait(acc, pending: int, *, loc=None, ip=None) -> ir.Value:
 
 
 def _verify_local_load(op):
+    if "transposed" in op.attributes:
+        buf, shape = ir.MemRefType(op.operands[0].type), _shape(op.result.type)
+        if list(buf.shape[1:]) != shape[::-1] or buf.element_type != _elem(op.result.type):
+            return f"a transposed tile {shape} x {_elem(op.result.type)} does not match the ring's slots {list(buf.shape[1:])}"
+        return None
     return _verify_ring_access(op, op.result)
 
 
 @define("local_load", operands=[("buffer", "memref"), ("slot", "i32")], results=[("result", "tensor")],
         verify=_verify_local_load)
-def local_load(buffer, slot, result_type, *, loc=None, ip=None) -> ir.Value:
-    """The tile in slot `slot` of a ring (read by `dot` straight from shared memory).
+def local_load(buffer, slot, result_type, *, transposed: bool = False, loc=None, ip=None) -> ir.Value:
+    """The tile in slot `slot` of a ring (read by `dot` straight from shared memory); with
+    `transposed`, the slot holds the tile's transpose (a K x N operand stored N x K, K
+    contiguous, as TMA copies a column-major B).
 
     %t = "tile.local_load"(%buf, %slot) : (memref<3x128x32xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<128x32xbf16>
+    %b = "tile.local_load"(%buf, %slot) {transposed} : (memref<3x256x64xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<64x256xbf16>
     """
-    return create("local_load", [result_type], [buffer, slot], loc=loc, ip=ip).result
+    attrs = {"transposed": ir.UnitAttr.get()} if transposed else {}
+    return create("local_load", [result_type], [buffer, slot], attrs, loc=loc, ip=ip).result
 
 
 def _verify_mbarrier_alloc(op):

@@ -7,7 +7,10 @@ the tensor's bounds: the copy a TMA unit does in hardware (`tile-pipeline`).
 is the R x C block at (r0, c0) of a rows x cols tensor of row stride `s`,
 zero outside it. The column stride must be the constant 1 (a unit stride the
 specialization folded away), either operand of `+` and `&` may come first,
-and the vectors may be reshaped, broadcast and grouped on the way.
+and the vectors may be reshaped, broadcast and grouped on the way. With the
+unit stride on the rows instead (`rm[:, None] + rc[None, :] * s`: a column-major
+tensor, such as the B of x @ W.T), the block is `transposed`: the C x R block
+at (c0, r0) of the cols x rows row-major tensor of row stride `s`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ class Block:
     col: tuple
     rows: ir.Value  # the bounds and the row stride, i32 scalars
     cols: ir.Value
-    stride: ir.Value
+    stride: ir.Value  # of the rows, or of the columns when `transposed`
+    transposed: bool = False
 
 
 def _owner(v):
@@ -128,11 +132,11 @@ def match_block(load) -> Block | None:
     offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
     if offs is None or masks is None:
         return None
-    (_, row_vec, stride), (_, col_vec, unit) = offs
+    (_, row_vec, row_stride), (_, col_vec, col_stride) = offs
     (_, row_vec2, rows), (_, col_vec2, cols) = masks
-    if stride is None or unit is not None or row_vec != row_vec2 or col_vec != col_vec2:
-        return None
+    if (row_stride is None) == (col_stride is None) or row_vec != row_vec2 or col_vec != col_vec2:
+        return None  # exactly one unit stride
     row, col = _start(row_vec), _start(col_vec)
     if row is None or col is None:
         return None
-    return Block(row, col, rows, cols, stride)
+    return Block(row, col, rows, cols, row_stride if row_stride is not None else col_stride, transposed=row_stride is None)

@@ -57,8 +57,10 @@ before their results are read:
     tile.async_wait {pending = 0}
 
 With `tma` (sm_90a), when every pipelined load reads a whole block of a
-row-major kernel tensor masked at its bounds (`block_access.py`), the copies
-are TMA copies instead: the kernel gains one `!llvm.ptr` argument per load (a
+row-major kernel tensor masked at its bounds (`block_access.py`; for the B of
+a wgmma dot, also of a column-major one, whose slots then hold the block's
+transpose and whose `tile.local_load` is `transposed`), the copies are TMA
+copies instead: the kernel gains one `!llvm.ptr` argument per load (a
 tensor map the host encodes from the arguments its `tile.tma` entry names),
 `tile.mbarrier_alloc` makes one mbarrier per slot, and
 
@@ -86,7 +88,7 @@ from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, inside
 from .registry import register_pass
 from .tile_fuse import through_groups
-from .tma_copies import add_descriptor, issue_tma, tma_blocks
+from .tma_copies import add_descriptor, issue_tma, slot_shape, tma_blocks
 from .walk import all_ops
 
 _DOT_OPERANDS = (0, 1)
@@ -164,11 +166,13 @@ class TilePipeline:
         ity = iv.type
         rings = []
         blocks = tma_blocks(found, self.divisible_args) if self.tma else None
+        transposed = [b.transposed for b in blocks] if blocks else [False] * len(found)
         # Prologue: rings and the first `ahead` iterations' copies, before the loop.
         with ir.InsertionPoint(loop), loop.location:
-            for load, _ in found:
+            for n, (load, _) in enumerate(found):
                 t = ir.RankedTensorType(load.results[0].type)
-                rings.append(pipeline_ops.local_alloc(S, list(t.shape), t.element_type))
+                rings.append(pipeline_ops.local_alloc(S, slot_shape(load, blocks[n]) if blocks else list(t.shape),
+                                                      t.element_type))
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
                 descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
@@ -192,8 +196,8 @@ class TilePipeline:
                 pipeline_ops.mbarrier_wait(bars, read, arith.andi(arith.divsi(i, _i32(S, ity)), _i32(1, ity)))
                 gpu.BarrierOp()
             write = arith.remsi(arith.addi(i, _i32(ahead, ity)), _i32(S, ity))
-            for (load, _), ring in zip(found, rings):
-                got = pipeline_ops.local_load(ring, read, load.results[0].type)
+            for (load, _), ring, tr in zip(found, rings, transposed):
+                got = pipeline_ops.local_load(ring, read, load.results[0].type, transposed=tr)
                 load.results[0].replace_all_uses_with(got)
             nxt = arith.addi(iv, arith.muli(step, _i32(ahead, ity)))
         if async_dots:

@@ -11,22 +11,39 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects import pipeline_ops
-from ..dialects.layout import element_bits, shared_panel
+from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
 from .block_access import match_block
 from .loop_slice import body_slice, clone_slice
+
+
+def slot_shape(load, b) -> list[int]:
+    """The shape of the ring slot a TMA copy of block `b` fills: the load's tile, or its
+    transpose for a transposed block (the copy keeps the tensor's contiguous dim innermost)."""
+    shape = list(ir.RankedTensorType(load.results[0].type).shape)
+    return shape[::-1] if b.transposed else shape
+
+
+def _b_of_wgmma(load) -> bool:
+    """Whether every user of `load` reads it as the B operand of a wgmma dot, which can take
+    B K-major (a transposed slot); mma.sync's ldmatrix path and A cannot."""
+    return all(u.owner.name == "tile.dot" and u.operand_number == 1 and isinstance(encoding_of(u.owner.results[0].type), Wgmma)
+               for u in load.results[0].uses)
 
 
 def tma_blocks(found, divisible_args: str) -> list | None:
     """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
     kernel tensor known 16-byte aligned, bounds and a row stride that are kernel arguments
     or constants, the stride a known multiple of 16 bytes (what a tensor map requires),
-    and a slot of at most 256 rows in swizzled panels."""
+    and a slot of at most 256 rows in swizzled panels (a transposed block only as the B of
+    a wgmma dot)."""
     divisible = {int(i) for i in divisible_args.split(",") if i}
     blocks = []
     for load, _ in found:
         t = ir.RankedTensorType(load.results[0].type)
         b = match_block(load)
-        if (b is None or t.shape[0] > 256 or shared_panel(t.shape[1], element_bits(t.element_type))[1] == 0
+        shape = slot_shape(load, b) if b is not None else None
+        if (b is None or b.transposed and not _b_of_wgmma(load) or shape[0] > 256
+                or shared_panel(shape[1], element_bits(t.element_type))[1] == 0
                 or _kernel_argument(load.operands[0]) not in divisible
                 or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
             return None
@@ -44,17 +61,20 @@ def add_descriptor(load, b) -> ir.Value:
     while fn.operation.name != "func.func":
         fn = fn.parent
     t = ir.RankedTensorType(load.results[0].type)
-    panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
+    shape = slot_shape(load, b)
+    panel, swizzle = shared_panel(shape[1], element_bits(t.element_type))
     ptr = ir.Type.parse("!llvm.ptr")
     arg = fn.regions[0].blocks[0].add_argument(ptr, fn.location)
     ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
     fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, ptr], ftype.results))
     i64 = ir.IntegerType.get_signless(64)
+    # The tensor as the copy sees it: rows x cols, row-major (a transposed block's tensor is cols x rows).
+    rows, cols = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
     entry = ir.DictAttr.get({
         "tensor": ir.IntegerAttr.get(i64, _kernel_argument(load.operands[0])),
         **{k: ir.StringAttr.get("{}:{}".format(*_reference(v)))
-           for k, v in (("rows", b.rows), ("cols", b.cols), ("stride", b.stride))},
-        "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (t.shape[0], panel)]),
+           for k, v in (("rows", rows), ("cols", cols), ("stride", b.stride))},
+        "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (shape[0], panel)]),
         "swizzle": ir.IntegerAttr.get(i64, swizzle)})
     old = list(ir.ArrayAttr(fn.attributes["tile.tma"])) if "tile.tma" in fn.attributes else []
     fn.attributes["tile.tma"] = ir.ArrayAttr.get(old + [entry])
@@ -72,10 +92,12 @@ def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip):
     with ip:
         live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
         for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
-            t = ir.RankedTensorType(load.results[0].type)
+            t, shape = ir.RankedTensorType(load.results[0].type), slot_shape(load, b)
             row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))
-            panel, swizzle = shared_panel(t.shape[1], element_bits(t.element_type))
-            pipeline_ops.tma_load(ring, slot, bars, desc, row, col, live, [t.shape[0], panel], swizzle)
+            if b.transposed:
+                row, col = col, row
+            panel, swizzle = shared_panel(shape[1], element_bits(t.element_type))
+            pipeline_ops.tma_load(ring, slot, bars, desc, row, col, live, [shape[0], panel], swizzle)
 
 
 def _kernel_argument(v) -> int | None:

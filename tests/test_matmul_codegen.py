@@ -144,15 +144,25 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
 
 
 def test_wgmma_matmul_column_major_b(monkeypatch):
-    """A column-major B is no block of a row-major tensor: both operands stay on cp.async
-    rings, fenced for the async proxy before wgmma reads them, and no tensor map is passed."""
+    """A column-major B (x @ W.T) is a transposed block: TMA copies it as N x K slots (K
+    contiguous), which wgmma reads K-major (its transpose-B immediate 0, where a row-major B
+    has 1), with no spills."""
     launcher = _build(monkeypatch, "sm_90a", b_col_major=True, M=4096, N=4096, K=4096,
-                      BM=128, BN=256, BK=32, num_warps=8, num_stages=4)
+                      BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
     ptx = launcher.asm["ptx"]
-    assert "cp.async.cg.shared.global" in ptx and "fence.proxy.async.shared::cta" in ptx
-    assert "cp.async.bulk.tensor" not in ptx and "mbarrier" not in ptx
-    assert not [e for e in launcher.metadata["abi"] if e["part"] == "tma"]
-    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx
+    assert "cp.async.bulk.tensor" in ptx and "cp.async.cg" not in ptx
+    assert len([e for e in launcher.metadata["abi"] if e["part"] == "tma"]) == 2
+    mmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, 0,\s*(\d);", ptx)
+    assert mmas and set(mmas) == {"0"}
+    assert launcher.metadata["ptxas"]["spill_stores"] == 0
+
+
+def test_wgmma_matmul_row_major_b_is_n_major(monkeypatch):
+    """The same kernel with a row-major B reads B N-major (transpose-B 1)."""
+    launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
+    mmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, 0,\s*(\d);",
+                      launcher.asm["ptx"])
+    assert mmas and set(mmas) == {"1"}
 
 
 @pytest.mark.parametrize("case", ["odd_row_stride", "unaligned_a"])

@@ -305,6 +305,85 @@ func.func @tma_kloop(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i
 
 // -----
 
+// A column-major B (its unit stride on K, the rows of the tile) is a transposed
+// block: TMA copies it from the N x K row-major view of the tensor (rows N =
+// argument 3, columns K = argument 4, row stride argument 6) into 128 x 64 slots,
+// the tile's transpose, whose `tile.local_load` says so; each copy starts at
+// (the block's column start, its row start).
+
+// TMA-LABEL: func.func @tma_kloop_b_column_major
+// TMA-SAME: {box = [128, 64], cols = "arg:4", rows = "arg:3", stride = "arg:6", swizzle = 128 : i64, tensor = 1 : i64}]
+// TMA: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<4x128x64xbf16, #gpu.address_space<workgroup>>
+// TMA: %[[RB:.*]] = "tile.local_alloc"() : () -> memref<4x128x64xbf16, #gpu.address_space<workgroup>>
+// TMA: scf.for %[[IV:[^ ]*]] =
+// TMA: "tile.local_load"(%[[RA]], %{{.*}}) : (memref<4x128x64xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<128x64xbf16>
+// TMA: "tile.local_load"(%[[RB]], %{{.*}}) {transposed} : (memref<4x128x64xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<64x128xbf16>
+// TMA: %[[NEXT:.*]] = arith.addi %[[IV]]
+// TMA: "tile.tma_load"(%[[RA]]
+// TMA: %[[K:.*]] = arith.select %{{.*}}, %[[NEXT]], %{{.*}} : i32
+// TMA: "tile.tma_load"(%[[RB]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[K]], %{{.*}}) {box = [128 : i32, 64 : i32], swizzle = 128 : i32}
+// TMA: return
+
+!m = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+func.func @tma_kloop_b_column_major(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i32, %r0: i32, %c0n: i32) -> !w {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> !w
+  %ar128 = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %ar64 = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %r0s = "tile.splat"(%r0) : (i32) -> tensor<128xi32>
+  %rm = arith.addi %r0s, %ar128 : tensor<128xi32>
+  %c0s = "tile.splat"(%c0n) : (i32) -> tensor<128xi32>
+  %rn = arith.addi %c0s, %ar128 : tensor<128xi32>
+  %za = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zbt = "tile.splat"(%zb) : (bf16) -> tensor<64x128xbf16>
+  %r = scf.for %k = %c0 to %K step %c64 iter_args(%acc = %acc0) -> (!w) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<64xi32>
+    %rk = arith.addi %ks, %ar64 : tensor<64xi32>
+    // a: rm[:, None] * sa + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K)
+    %rm2 = "tile.reshape"(%rm) : (tensor<128xi32>) -> tensor<128x1xi32>
+    %sas = "tile.splat"(%sa) : (i32) -> tensor<128x1xi32>
+    %rows_a = arith.muli %rm2, %sas : tensor<128x1xi32>
+    %rk2 = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<1x64xi32>
+    %ra = "tile.broadcast"(%rows_a) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %ca = "tile.broadcast"(%rk2) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %offa = arith.addi %ra, %ca : tensor<128x64xi32>
+    %Ms = "tile.splat"(%M) : (i32) -> tensor<128x1xi32>
+    %mrow = arith.cmpi slt, %rm2, %Ms : tensor<128x1xi32>
+    %Ks = "tile.splat"(%K) : (i32) -> tensor<1x64xi32>
+    %mcol = arith.cmpi slt, %rk2, %Ks : tensor<1x64xi32>
+    %mr = "tile.broadcast"(%mrow) : (tensor<128x1xi1>) -> tensor<128x64xi1>
+    %mc = "tile.broadcast"(%mcol) : (tensor<1x64xi1>) -> tensor<128x64xi1>
+    %ma = arith.andi %mr, %mc : tensor<128x64xi1>
+    %ta = "tile.load"(%a, %offa, %ma, %za) : (!m, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+    // b column-major: rk[:, None] + rn[None, :] * sb, (rk[:, None] < K) & (rn[None, :] < N)
+    %rk3 = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<64x1xi32>
+    %sbs = "tile.splat"(%sb) : (i32) -> tensor<1x128xi32>
+    %rn2 = "tile.reshape"(%rn) : (tensor<128xi32>) -> tensor<1x128xi32>
+    %cols_b = arith.muli %rn2, %sbs : tensor<1x128xi32>
+    %rb = "tile.broadcast"(%rk3) : (tensor<64x1xi32>) -> tensor<64x128xi32>
+    %cb = "tile.broadcast"(%cols_b) : (tensor<1x128xi32>) -> tensor<64x128xi32>
+    %offb = arith.addi %cb, %rb : tensor<64x128xi32>
+    %Ks2 = "tile.splat"(%K) : (i32) -> tensor<64x1xi32>
+    %mkb = arith.cmpi slt, %rk3, %Ks2 : tensor<64x1xi32>
+    %Ns = "tile.splat"(%N) : (i32) -> tensor<1x128xi32>
+    %mnb = arith.cmpi slt, %rn2, %Ns : tensor<1x128xi32>
+    %mkb2 = "tile.broadcast"(%mkb) : (tensor<64x1xi1>) -> tensor<64x128xi1>
+    %mnb2 = "tile.broadcast"(%mnb) : (tensor<1x128xi1>) -> tensor<64x128xi1>
+    %mb = arith.andi %mnb2, %mkb2 : tensor<64x128xi1>
+    %tb = "tile.load"(%b, %offb, %mb, %zbt) : (!m, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xbf16>) -> tensor<64x128xbf16>
+    %d = "tile.dot"(%ta, %tb, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+    scf.yield %d : !w
+  }
+  return %r : !w
+}
+
+
+// -----
+
 // f32 operands are pipelined only into a tf32 dot (the tensor cores); an exact
 // f32 dot runs on the loop lowering, which reads its operands where they are.
 
