@@ -272,11 +272,41 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     if bar:
         bar.close()
     meta = report.run_metadata(command, ceiling, COPY_BYTES)
+    sizes = sorted({e["shape"][0] for e in results if e["kernel"] == "matmul_bias_gelu" and "error" not in e})
+    if sizes:
+        meta["epilogue"] = epilogue_cost(sizes, overrides)
     report.write_all(out_dir, results, meta)
     bad = [(e["kernel"], e["shape"], i) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     bad += [(e["kernel"], e["shape"], "all") for e in results if "error" in e]
     print(f"wrote {out_dir}; {len(bad)} failed: {bad}", flush=True)
     return 1 if bad else 0
+
+
+def epilogue_cost(sizes, overrides: dict) -> list[dict]:
+    """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile, Triton)
+    and size: the two kernels timed alternately, MATMUL_ROUNDS times each on the same
+    inputs, each at its best round. Timed apart, as the matmul points are, the second
+    kernel runs on a GPU that has been hot for longer, at lower clocks, and the drift
+    reads as epilogue cost."""
+    import torch
+
+    out = []
+    sync = torch.cuda.synchronize
+    for n in sizes:
+        shape = (n, n, n)
+        torch.manual_seed(0)
+        a, b, bias = make_inputs("matmul_bias_gelu", shape, torch.bfloat16, "cuda")
+        for impl in ("tile", "triton"):
+            make = (lambda k: tile_impl(k, shape, None, overrides)) if impl == "tile" else (lambda k: triton_impl(k, shape))
+            fns = {k: make(k)[0] for k in MATMUL_KERNELS}
+            best = {k: float("inf") for k in fns}
+            for _ in range(MATMUL_ROUNDS):
+                for k, fn in fns.items():
+                    best[k] = min(best[k], time_ms(lambda: fn(a, b, bias), sync, **MATMUL_TIMING)[0])
+            out.append({"impl": impl, "size": n, "plain_ms": best["matmul"], "gelu_ms": best["matmul_bias_gelu"],
+                        "cost_pct": 100 * (best["matmul_bias_gelu"] / best["matmul"] - 1)})
+        del a, b, bias
+    return out
 
 
 def main() -> int:

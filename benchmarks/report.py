@@ -113,6 +113,13 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "matmul_bias_gelu is gelu_tanh(A @ B + bias): fused in tile and Triton, unfused eager ops in torch. "
                   "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing.", ""]
         table(compute, "TFLOP/s")
+    if meta.get("epilogue"):
+        lines += ["", "## Epilogue cost (interleaved)", "",
+                  "The bias+gelu kernel's time over the plain GEMM's, the two timed alternately on the same inputs "
+                  "(each at its best of the rounds), so that clock drift between points does not count as cost.", "",
+                  "| implementation | size | plain ms | bias+gelu ms | cost |", "|---|---|---|---|---|"]
+        lines += [f"| {x['impl']} | {x['size']}³ | {x['plain_ms']:.4f} | {x['gelu_ms']:.4f} | {x['cost_pct']:.1f}% |"
+                  for x in meta["epilogue"]]
     failures = [(e, i, r) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     failures += [(e, "all", {"status": "error", "detail": e["error"]}) for e in results if "error" in e]
     if failures:
