@@ -41,8 +41,9 @@ def launch(mm, a, b, bias, out, cfg):
     return out
 
 
-def inputs(torch, M, N, K, device, col_major_b=False):
+def inputs(torch, M, N, K, device, col_major_b=False, col_major_a=False):
     a = (torch.randn(M, K, device=device) / K ** 0.25).to(torch.bfloat16)
+    a = a.t().contiguous().t() if col_major_a else a
     b = (torch.randn(N, K, device=device) / K ** 0.25).to(torch.bfloat16)
     b = b.t() if col_major_b else b.t().contiguous()
     bias = torch.randn(N, device=device).to(torch.bfloat16)
@@ -61,8 +62,10 @@ def main() -> int:
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--configs", default=None, help="instead of CONFIGS: 'BM,BN,BK,warps,stages;...'")
-    ap.add_argument("--b-col-major", action="store_true", help="B column-major (x @ W.T) at 4096^3 and 8192^3 too")
+    ap.add_argument("--col-major", default="", choices=["", "a", "b", "ab"],
+                    help="the operands stored column-major at 4096^3 and 8192^3 too (b: x @ W.T)")
     args = ap.parse_args()
+    layouts = {"col_major_a": "a" in args.col_major, "col_major_b": "b" in args.col_major}
     configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split(";")] if args.configs else CONFIGS
     import torch
 
@@ -79,7 +82,7 @@ def main() -> int:
             for act in ("none", "gelu"):
                 cfg = cfg_dict(c, act)
                 for n in SIZES[:1]:
-                    x = inputs(torch, n, n, n, device, col_major_b=args.b_col_major)
+                    x = inputs(torch, n, n, n, device, **layouts)
                     got = launch(mm, *x, cfg)
                     if args.compile_only:
                         continue
@@ -99,7 +102,7 @@ def main() -> int:
             if not args.compile_only:
                 for act in ("none", "gelu"):
                     for n in SIZES:
-                        x = inputs(torch, n, n, n, device, col_major_b=args.b_col_major)
+                        x = inputs(torch, n, n, n, device, **layouts)
                         ms = time_ms(torch, lambda: launch(mm, *x, cfg_dict(c, act)))
                         row[f"tflops_{act}_{n}"] = round(2 * n ** 3 / ms / 1e9, 1)
         except Exception as e:  # noqa: BLE001  (one failing config must not hide the others)
@@ -110,7 +113,7 @@ def main() -> int:
     if not args.compile_only:
         ref = {}
         for n in SIZES:
-            a, b, _, _ = inputs(torch, n, n, n, device, col_major_b=args.b_col_major)
+            a, b, _, _ = inputs(torch, n, n, n, device, **layouts)
             ms = time_ms(torch, lambda: torch.matmul(a, b))
             ref[f"cublas_tflops_{n}"] = round(2 * n ** 3 / ms / 1e9, 1)
         print(json.dumps(ref))

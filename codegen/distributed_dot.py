@@ -97,8 +97,8 @@ def op_tile_dot(self, op):
             tb = SharedTile(buf, i32(0 if ta.buf != buf else M * K), K, N, elem)
             stage(self, b, tb)
         shared_writes_done(self)
-    if ta.transposed or tb.transposed and not isinstance(cd, WgmmaDistribution):
-        raise TileError(f"dot of {M}x{K} by {K}x{N}: a transposed shared operand is read only as wgmma's B")
+    if (ta.transposed or tb.transposed) and not isinstance(cd, WgmmaDistribution):
+        raise TileError(f"dot of {M}x{K} by {K}x{N}: a transposed shared operand is read only by wgmma")
     if isinstance(cd, WgmmaDistribution):
         why = wgmma_supported(ta, tb)
         if why:

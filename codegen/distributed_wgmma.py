@@ -17,7 +17,9 @@ B (K x N, N contiguous) is N-major (`layoutB = row`, the transposed B): its
 8-row groups of K are the stride offset apart and its 128-byte panels of N the
 leading offset apart (`SharedTile` stores panels one after the other). A B
 that TMA copied from a column-major tensor sits in its slot as N x K, K
-contiguous (`transposed`): K-major (`layoutB = col`), addressed as A is.
+contiguous (`transposed`): K-major (`layoutB = col`), addressed as A is. A
+column-major A sits as K x M, M contiguous: M-major (`layoutA = col`),
+addressed as the row-major B is.
 
     wgmma.fence                      ; the accumulator registers are ready
     wgmma.mma_async (per K step, per 64 rows) ...
@@ -76,6 +78,12 @@ def _k_major(tile: SharedTile, part, rows: int):
     return arith.addi(desc, arith.extui(ir.IntegerType.get_signless(64), arith.muli(part, i32(rows * row_bytes >> 4))))
 
 
+def _mn_major(tile: SharedTile):
+    """The descriptor of an M- or N-major operand (K x M or K x N, 128-byte panels of the
+    contiguous dim one after the other, `lead` apart; 8-row groups of K the stride apart)."""
+    return _descriptor(tile, tile.rows * tile.panel * bits(tile.elem) // 8, 8 * tile.swizzle_bytes)
+
+
 def supported(ta: SharedTile, tb: SharedTile) -> str | None:
     """Why wgmma cannot read these tiles, or None."""
     for name, t in (("a", ta), ("b", tb)):
@@ -98,11 +106,14 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     part_m, part_n = arith.divui(wg, i32(gn)), arith.remui(wg, i32(gn))
     # A: K-major, leading offset unused (1), the warpgroup's part_m * tm rows down; B: N-major,
     # panels `lead` apart, the warpgroup's columns from part_n * tn, or K-major as A.
-    desc_a = _k_major(ta, part_m, tm)
+    if ta.transposed:
+        desc_a, col_a = _mn_major(ta), (arith.muli(part_m, i32(tm)) if cd.layout.warpgroups[0] > 1 else None)
+    else:
+        desc_a = _k_major(ta, part_m, tm)
     if tb.transposed:
         desc_b, col_b = _k_major(tb, part_n, tn), None
     else:
-        desc_b = _descriptor(tb, tb.rows * tb.panel * bits(elem) // 8, 8 * tb.swizzle_bytes)
+        desc_b = _mn_major(tb)
         col_b = (arith.muli(part_n, i32(tn)) if gn > 1 else None, 0)
 
     struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (reps_n * 4)) + ")>")
@@ -117,12 +128,12 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     attrs = [ir.Attribute.parse(a) for a in (
         f"#nvvm.shape<m = 64, n = {tn}, k = 16>", f"#nvvm.wgmma_type<{elem}>", f"#nvvm.wgmma_type<{elem}>",
         "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
-        "#nvvm.wgmma_scale_in<one>", "#nvvm.mma_layout<row>", f"#nvvm.mma_layout<{'col' if tb.transposed else 'row'}>")]
+        "#nvvm.wgmma_scale_in<one>", *(f"#nvvm.mma_layout<{'col' if t.transposed else 'row'}>" for t in (ta, tb)))]
     nvvm.WgmmaFenceAlignedOp()
-    for ks in range(ta.cols // 16):
+    for ks in range((ta.rows if ta.transposed else ta.cols) // 16):  # K steps
         b = _at(desc_b, tb, 0, (None, ks * 16)) if tb.transposed else _at(desc_b, tb, ks * 16, col_b)
         for rm in range(reps_m):
-            a = _at(desc_a, ta, rm * 64, (None, ks * 16))
+            a = _at(desc_a, ta, ks * 16, (col_a, rm * 64)) if ta.transposed else _at(desc_a, ta, rm * 64, (None, ks * 16))
             accs[rm] = nvvm.WgmmaMmaAsyncOp(struct, accs[rm], a, b, *attrs).result
     nvvm.WgmmaGroupSyncAlignedOp()
     if "in_flight" not in op.attributes:  # else a later `tile.dot_wait` (see tile-pipeline)

@@ -81,16 +81,17 @@ def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
     big = dict(BM=128, BN=128, BK=32, GROUP=8)  # whole 64-row warpgroups: wgmma on a Hopper GPU
     tf32 = dict(input_precision="tf32")
-    # (dtype, (M, N, K), tile options, b column-major); tails in M, N and K. A column-major B whose
-    # column stride is a multiple of 16 elements (K = 144, 208) goes to wgmma K-major, through TMA on sm_90a.
-    cases = [(torch.float32, (70, 45, 37), {}, True), (torch.bfloat16, (64, 96, 80), {}, True),
-             (torch.float16, (100, 72, 48), {}, True), (torch.bfloat16, (300, 200, 100), big, True),
-             (torch.float16, (260, 130, 72), big, True), (torch.float32, (70, 45, 37), tf32, True),
-             (torch.float32, (300, 200, 96), {**big, **tf32}, False), (torch.bfloat16, (300, 260, 144), big, True),
-             (torch.float16, (260, 300, 208), {**big, "BK": 64}, True)]
-    for dtype, (M, N, K), tiles, b_col_major in cases:
-        a = torch.randn(M, K, device=device, dtype=dtype)
-        b = torch.randn(N, K, device=device, dtype=dtype).t() if b_col_major else torch.randn(K, N, device=device, dtype=dtype)
+    # (dtype, (M, N, K), tile options, the operands stored column-major); tails in M, N and K. A
+    # column-major operand whose column stride is a multiple of 16 elements (K = 144, 208; M = 304)
+    # goes to wgmma transposed (A M-major, B K-major), through TMA on sm_90a.
+    cases = [(torch.float32, (70, 45, 37), {}, "b"), (torch.bfloat16, (64, 96, 80), {}, "b"),
+             (torch.float16, (100, 72, 48), {}, "b"), (torch.bfloat16, (300, 200, 100), big, "b"),
+             (torch.float16, (260, 130, 72), big, "b"), (torch.float32, (70, 45, 37), tf32, "b"),
+             (torch.float32, (300, 200, 96), {**big, **tf32}, ""), (torch.bfloat16, (300, 260, 144), big, "b"),
+             (torch.float16, (260, 300, 208), {**big, "BK": 64}, "b"), (torch.bfloat16, (304, 260, 144), big, "ab")]
+    for dtype, (M, N, K), tiles, col_major in cases:
+        a = torch.randn(K, M, device=device, dtype=dtype).t() if "a" in col_major else torch.randn(M, K, device=device, dtype=dtype)
+        b = torch.randn(N, K, device=device, dtype=dtype).t() if "b" in col_major else torch.randn(K, N, device=device, dtype=dtype)
         bias = torch.randn(N, device=device, dtype=dtype)
         got = matmul(a, b, bias, **tiles)
         # tf32 is checked against the product of the rounded operands, which an exact f32 product misses by ~1e-2.

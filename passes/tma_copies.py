@@ -23,10 +23,11 @@ def slot_shape(load, b) -> list[int]:
     return shape[::-1] if b.transposed else shape
 
 
-def _b_of_wgmma(load) -> bool:
-    """Whether every user of `load` reads it as the B operand of a wgmma dot, which can take
-    B K-major (a transposed slot); mma.sync's ldmatrix path and A cannot."""
-    return all(u.owner.name == "tile.dot" and u.operand_number == 1 and isinstance(encoding_of(u.owner.results[0].type), Wgmma)
+def _wgmma_operand(load) -> bool:
+    """Whether every user of `load` reads it as an operand of a wgmma dot, which takes A
+    and B either way round (a transposed slot: A M-major, B K-major); mma.sync's ldmatrix
+    path does not."""
+    return all(u.owner.name == "tile.dot" and isinstance(encoding_of(u.owner.results[0].type), Wgmma)
                for u in load.results[0].uses)
 
 
@@ -34,15 +35,15 @@ def tma_blocks(found, divisible_args: str) -> list | None:
     """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
     kernel tensor known 16-byte aligned, bounds and a row stride that are kernel arguments
     or constants, the stride a known multiple of 16 bytes (what a tensor map requires),
-    and a slot of at most 256 rows in swizzled panels (a transposed block only as the B of
-    a wgmma dot)."""
+    and a slot of at most 256 rows in swizzled panels (a transposed block only as an operand
+    of a wgmma dot)."""
     divisible = {int(i) for i in divisible_args.split(",") if i}
     blocks = []
     for load, _ in found:
         t = ir.RankedTensorType(load.results[0].type)
         b = match_block(load)
         shape = slot_shape(load, b) if b is not None else None
-        if (b is None or b.transposed and not _b_of_wgmma(load) or shape[0] > 256
+        if (b is None or b.transposed and not _wgmma_operand(load) or shape[0] > 256
                 or shared_panel(shape[1], element_bits(t.element_type))[1] == 0
                 or _kernel_argument(load.operands[0]) not in divisible
                 or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):

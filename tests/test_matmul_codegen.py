@@ -38,13 +38,13 @@ def _assert_no_loop_spills(launcher, mma: str = "HMMA"):
     assert _loop_local_memory(launcher.asm["cubin"], mma) == []
 
 
-def _build(monkeypatch, target, dtype=torch.bfloat16, b_col_major=False, M=256, N=256, K=256, **cfg):
+def _build(monkeypatch, target, dtype=torch.bfloat16, b_col_major=False, M=256, N=256, K=256, a_col_major=False, **cfg):
     import matmul
 
     monkeypatch.setenv("TILE_TARGET", target)
     monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
     matmul.matmul_kernel._launchers.clear()
-    a = torch.empty(M, K, dtype=dtype)
+    a = torch.empty(K, M, dtype=dtype).t() if a_col_major else torch.empty(M, K, dtype=dtype)
     b = torch.empty(N, K, dtype=dtype).t() if b_col_major else torch.empty(K, N, dtype=dtype)
     bias, out = torch.empty(N, dtype=dtype), torch.empty(M, N, dtype=dtype)
     opts = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3, ACTIVATION="gelu")
@@ -143,26 +143,23 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
         assert "shfl.sync.idx.b32" in ptx
 
 
-def test_wgmma_matmul_column_major_b(monkeypatch):
-    """A column-major B (x @ W.T) is a transposed block: TMA copies it as N x K slots (K
-    contiguous), which wgmma reads K-major (its transpose-B immediate 0, where a row-major B
-    has 1), with no spills."""
-    launcher = _build(monkeypatch, "sm_90a", b_col_major=True, M=4096, N=4096, K=4096,
-                      BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
+_TRANSPOSES = r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, (\d),\s*(\d);"
+
+
+@pytest.mark.parametrize("col_major, transposes", [("", ("0", "1")), ("b", ("0", "0")), ("ab", ("1", "0"))])
+def test_wgmma_matmul_operand_majors(col_major, transposes, monkeypatch):
+    """Row-major operands: A K-major, B N-major (wgmma's transpose immediates 0, 1). A
+    column-major B (x @ W.T) is a transposed block: TMA copies it as N x K slots (K
+    contiguous) and wgmma reads it K-major (0); a column-major A likewise as K x M slots, read
+    M-major (1). Every operand on TMA, no spills, with 2 warpgroups along M."""
+    launcher = _build(monkeypatch, "sm_90a", b_col_major="b" in col_major, a_col_major="a" in col_major,
+                      M=4096, N=4096, K=4096, BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
     ptx = launcher.asm["ptx"]
     assert "cp.async.bulk.tensor" in ptx and "cp.async.cg" not in ptx
     assert len([e for e in launcher.metadata["abi"] if e["part"] == "tma"]) == 2
-    mmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, 0,\s*(\d);", ptx)
-    assert mmas and set(mmas) == {"0"}
+    # One m64n256k16 per 16-wide K step of the 64-deep tile, whichever way the operands lie.
+    assert set(re.findall(_TRANSPOSES, ptx)) == {transposes} and len(re.findall(_TRANSPOSES, ptx)) == 4
     assert launcher.metadata["ptxas"]["spill_stores"] == 0
-
-
-def test_wgmma_matmul_row_major_b_is_n_major(monkeypatch):
-    """The same kernel with a row-major B reads B N-major (transpose-B 1)."""
-    launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
-    mmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, 0,\s*(\d);",
-                      launcher.asm["ptx"])
-    assert mmas and set(mmas) == {"1"}
 
 
 @pytest.mark.parametrize("case", ["odd_row_stride", "unaligned_a"])
