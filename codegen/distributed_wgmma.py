@@ -105,7 +105,8 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     wg = arith.shrui(warp, i32(2))
     part_m, part_n = arith.divui(wg, i32(gn)), arith.remui(wg, i32(gn))
     # A: K-major, leading offset unused (1), the warpgroup's part_m * tm rows down; B: N-major,
-    # panels `lead` apart, the warpgroup's columns from part_n * tn, or K-major as A.
+    # panels `lead` apart, the warpgroup's columns from part_n * tn. A transposed slot the other
+    # way round: A M-major as B (its columns from part_m * tm), B K-major as A.
     if ta.transposed:
         desc_a, col_a = _mn_major(ta), (arith.muli(part_m, i32(tm)) if cd.layout.warpgroups[0] > 1 else None)
     else:
@@ -124,7 +125,7 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
         for j in range(reps_n * 4):
             s = llvm.InsertValueOp(s, regs[cd.register(rm, 0, 0) + j], [j]).result
         accs.append(s)
-    # shape, A/B/D types, D/A/B scales, A layout (row: K-major), B layout (row: N-major)
+    # shape, A/B/D types, D/A/B scales, A layout (row: K-major), B layout (row: N-major); col for a transposed slot
     attrs = [ir.Attribute.parse(a) for a in (
         f"#nvvm.shape<m = 64, n = {tn}, k = 16>", f"#nvvm.wgmma_type<{elem}>", f"#nvvm.wgmma_type<{elem}>",
         "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",

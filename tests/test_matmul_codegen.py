@@ -146,7 +146,7 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
 _TRANSPOSES = r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, (\d),\s*(\d);"
 
 
-@pytest.mark.parametrize("col_major, transposes", [("", ("0", "1")), ("b", ("0", "0")), ("ab", ("1", "0"))])
+@pytest.mark.parametrize("col_major, transposes", [("", ("0", "1")), ("b", ("0", "0")), ("a", ("1", "1")), ("ab", ("1", "0"))])
 def test_wgmma_matmul_operand_majors(col_major, transposes, monkeypatch):
     """Row-major operands: A K-major, B N-major (wgmma's transpose immediates 0, 1). A
     column-major B (x @ W.T) is a transposed block: TMA copies it as N x K slots (K
