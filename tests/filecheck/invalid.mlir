@@ -252,6 +252,15 @@ func.func @tma_load_box(%desc: !llvm.ptr, %i: i32, %live: i1) {
 
 // -----
 
+func.func @local_load_transposed(%i: i32) -> tensor<64x128xbf16> {
+  %r = "tile.local_alloc"() : () -> memref<2x64x128xbf16, #gpu.address_space<workgroup>>
+  // expected-error @below {{a transposed tile [64, 128] x bf16 does not match the ring's slots [64, 128]}}
+  %t = "tile.local_load"(%r, %i) {transposed} : (memref<2x64x128xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<64x128xbf16>
+  return %t : tensor<64x128xbf16>
+}
+
+// -----
+
 func.func @mbarrier_alloc_arrivals() {
   // expected-error @below {{arrivals must be >= 1}}
   %b = "tile.mbarrier_alloc"() {arrivals = 0 : i32} : () -> memref<2xi64, #gpu.address_space<workgroup>>
