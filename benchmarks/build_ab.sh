@@ -12,10 +12,7 @@ CONFIGS=${2:-128,256,64,8,4}
 WT=$(mktemp -d)/a
 git worktree add -f --detach "$WT" "$COMMIT" >/dev/null
 trap 'git worktree remove --force "$WT"' EXIT
-rm -rf .deviceA && mkdir -p .deviceA/src/tile
-for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$WT/$d" .deviceA/src/tile/; done
-cp "$WT/__init__.py" .deviceA/src/tile/
-find .deviceA/src -name __pycache__ -prune -exec rm -rf {} +
+bash benchmarks/snapshot.sh "$WT" .deviceA
 TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/.deviceA/cache PYTHONPATH=$PWD/.deviceA/src \
     "$PY" .deviceA/src/tile/benchmarks/matmul_sweep.py --compile-only --configs "$CONFIGS"
 find .deviceA/cache -name 'stage-*' ! -name 'stage-ptx.ptx' -delete

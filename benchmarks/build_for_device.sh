@@ -9,11 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 D=${DEVICE_DIR:-.device}  # another folder name lets two builds coexist
-rm -rf "$D" && mkdir -p "$D/src/tile"
 # A snapshot, so that the cache keys (which hash the compiler sources) match on the device.
-for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$d" "$D/src/tile/"; done
-cp __init__.py "$D/src/tile/"
-find "$D/src" -name __pycache__ -prune -exec rm -rf {} +
+bash benchmarks/snapshot.sh . "$D"
 export TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src
 "$PY" "$D"/src/tile/benchmarks/run_examples.py --device cpu --compile-only "$@"
 # The launches bench_on_device.sh makes, same shapes and configs, on 'meta' tensors.

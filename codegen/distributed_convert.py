@@ -113,23 +113,24 @@ def op_tile_convert_layout(self, op):
 
 
 def _padding(elem) -> tuple[int, int]:
-    """(elements per 128 bytes, elements per 4 bytes, at least one): the gather buffer's
-    period and pad."""
-    return 1024 // bits(elem), max(32 // bits(elem), 1)
+    """(log2 of the elements per 128 bytes, elements per 4 bytes, at least one): the gather
+    buffer's period and pad. Linear element i sits at
+        i + ((i >> shift) + (i >> (shift + 5))) * pad
+    a bank's 4 bytes of padding after every 128 bytes and after every 4096 (module doc);
+    `_padded` emits that, `_address_groups` evaluates it at compile time."""
+    return (1024 // bits(elem)).bit_length() - 1, max(32 // bits(elem), 1)
 
 
 def _padded(i, elem):
-    """Position of linear element i in a buffer with a bank's 4 bytes of padding after
-    every 128 bytes and after every 4096 (see the module doc)."""
-    per, pad = _padding(elem)
-    shift = per.bit_length() - 1
+    """The padded position of linear element i (an i32 value), as `_padding` gives it."""
+    shift, pad = _padding(elem)
     rows = arith.addi(arith.shrui(i, i32(shift)), arith.shrui(i, i32(shift + 5)))
     return arith.addi(i, arith.muli(rows, i32(pad)))
 
 
 def _padded_size(size: int, elem) -> int:
-    per, pad = _padding(elem)
-    return size + (size // per + size // (per * 32)) * pad
+    shift, pad = _padding(elem)
+    return size + ((size >> shift) + (size >> (shift + 5))) * pad
 
 
 def _gathered_positions(self, op, dist, sdist, axis: int):
@@ -190,6 +191,5 @@ def _address_groups(self, index, dist, sdist, axis: int, elem) -> list[tuple[int
         return [(r, 0) for r in range(dist.num_registers)]
     coords[axis] = picked % (1 << 32) % sdist.shape[axis]  # as _gathered_positions' remui
     lin = sum(c * s for c, s in zip(coords, row_major_strides(sdist.shape)))
-    per, pad = _padding(elem)
-    shift = per.bit_length() - 1
+    shift, pad = _padding(elem)
     return constant_offset_groups(lin + ((lin >> shift) + (lin >> (shift + 5))) * pad)

@@ -166,13 +166,12 @@ class TilePipeline:
         ity = iv.type
         rings = []
         blocks = tma_blocks(found, self.divisible_args) if self.tma else None
-        transposed = [b.transposed for b in blocks] if blocks else [False] * len(found)
+        per_load = blocks or [None] * len(found)  # each load's TMA block, if the copies are TMA's
         # Prologue: rings and the first `ahead` iterations' copies, before the loop.
         with ir.InsertionPoint(loop), loop.location:
-            for n, (load, _) in enumerate(found):
-                t = ir.RankedTensorType(load.results[0].type)
-                rings.append(pipeline_ops.local_alloc(S, slot_shape(load, blocks[n]) if blocks else list(t.shape),
-                                                      t.element_type))
+            for (load, _), b in zip(found, per_load):
+                elem = ir.RankedTensorType(load.results[0].type).element_type
+                rings.append(pipeline_ops.local_alloc(S, slot_shape(load, b), elem))
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
                 descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
@@ -196,8 +195,8 @@ class TilePipeline:
                 pipeline_ops.mbarrier_wait(bars, read, arith.andi(arith.divsi(i, _i32(S, ity)), _i32(1, ity)))
                 gpu.BarrierOp()
             write = arith.remsi(arith.addi(i, _i32(ahead, ity)), _i32(S, ity))
-            for (load, _), ring, tr in zip(found, rings, transposed):
-                got = pipeline_ops.local_load(ring, read, load.results[0].type, transposed=tr)
+            for (load, _), ring, b in zip(found, rings, per_load):
+                got = pipeline_ops.local_load(ring, read, load.results[0].type, transposed=b is not None and b.transposed)
                 load.results[0].replace_all_uses_with(got)
             nxt = arith.addi(iv, arith.muli(step, _i32(ahead, ity)))
         if async_dots:

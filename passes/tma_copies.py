@@ -17,10 +17,11 @@ from .loop_slice import body_slice, clone_slice
 
 
 def slot_shape(load, b) -> list[int]:
-    """The shape of the ring slot a TMA copy of block `b` fills: the load's tile, or its
-    transpose for a transposed block (the copy keeps the tensor's contiguous dim innermost)."""
+    """The shape of the ring slot that holds `load`'s tile: the tile, or its transpose for a
+    transposed block `b` (a TMA copy keeps the tensor's contiguous dim innermost); b is None
+    for a load that is not a TMA copy."""
     shape = list(ir.RankedTensorType(load.results[0].type).shape)
-    return shape[::-1] if b.transposed else shape
+    return shape[::-1] if b is not None and b.transposed else shape
 
 
 def _wgmma_operand(load) -> bool:
@@ -42,7 +43,7 @@ def tma_blocks(found, divisible_args: str) -> list | None:
     for load, _ in found:
         t = ir.RankedTensorType(load.results[0].type)
         b = match_block(load)
-        shape = slot_shape(load, b) if b is not None else None
+        shape = slot_shape(load, b)
         if (b is None or b.transposed and not _wgmma_operand(load) or shape[0] > 256
                 or shared_panel(shape[1], element_bits(t.element_type))[1] == 0
                 or _kernel_argument(load.operands[0]) not in divisible
