@@ -9,7 +9,9 @@ elements L gives that thread (`distributed_layout.py`):
 - elementwise `arith`/`math` ops apply to those vectors as they are;
 - `tile.load`/`tile.store` compute each register's address; runs of
   consecutive, aligned addresses (`passes/axis_info.py`) become one `vector.load` /
-  `vector.store` of up to 16 bytes, predicated per run by the mask;
+  `vector.store` of up to 16 bytes, predicated per run by the mask (with
+  `noalias`, a tensor the kernel never writes is read with `ld.global.nc`
+  where every program reads the same elements);
 - `tile.reduce` reduces a thread's registers, then across lanes with
   `gpu.shuffle xor`, then across warps through shared memory;
 - shape changes (`tile.broadcast`, `tile.reshape`, `tile.convert_layout`)
@@ -60,8 +62,9 @@ _REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.c
 
 
 class Translator:
-    def __init__(self, fn, block, num_warps: int, divisibility: dict):
+    def __init__(self, fn, block, num_warps: int, divisibility: dict, noalias: bool = False):
         self.map: dict = {}
+        self.read_only = read_only_arguments(fn) if noalias else set()
         self.num_warps, self.threads = num_warps, num_warps * 32
         self.axis = AxisInfo(divisibility)
         self.coords_memo: dict = {}
@@ -356,6 +359,17 @@ class Translator:
     from .distributed_tma import op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait  # noqa: E402
 
 
+def read_only_arguments(fn) -> set:
+    """The tensor arguments no `tile.store`/`tile.store_tile` of the kernel writes. With the
+    arguments known not to overlap (`noalias`, checked at launch), nothing changes them
+    while the kernel runs, and their loads may take the non-coherent path."""
+    args = list(fn.regions[0].blocks[0].arguments)
+    written = [o.operands[0] for o in all_ops(fn) if o.name in ("tile.store", "tile.store_tile")]
+    if any(w not in args for w in written):  # a store through anything else: assume it may write any
+        return set()
+    return {a for a in args if isinstance(a.type, ir.MemRefType) and a not in written}
+
+
 def _divisibility(fn, specialization: dict) -> dict:
     args = list(fn.regions[0].blocks[0].arguments)
     return {args[i]: d for i, d in specialization.items() if i < len(args)}
@@ -366,6 +380,7 @@ def _divisibility(fn, specialization: dict) -> dict:
 class ConvertTileToGpu:
     num_warps: int = 4
     divisible_args: str = ""  # comma-separated indices of int arguments known to be multiples of 16
+    noalias: bool = False  # no two tensor arguments overlap: ld.global.nc for those never written (program-invariant loads)
 
     def run(self, module_op):
         module_op.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -383,7 +398,7 @@ class ConvertTileToGpu:
             gfn = gpu.GPUFuncOp(ir.TypeAttr.get(ftype), sym_name=name, kernel=True,
                                 known_block_size=[self.num_warps * 32, 1, 1])
         block = gfn.regions[0].blocks.append(*ftype.inputs)
-        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec))
+        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec), self.noalias)
         old = fn.regions[0].blocks[0]
         for a, b in zip(old.arguments, block.arguments):
             t.map[a] = b

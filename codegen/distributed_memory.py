@@ -14,6 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, vector
 
 from ..dialects.layout import element_bits as bits
+from ..passes.tile_fuse import through_groups
 from . import predicated_access
 from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .distributed_layout import Distribution
@@ -64,6 +65,31 @@ def run_addresses(self, dist, offsets, offs: list, w: int, address) -> dict:
     return out
 
 
+def same_in_every_program(value) -> bool:
+    """Whether `value` reaches no `tile.program_id`: built from kernel arguments, constants,
+    ranges and counters of loops over such bounds, it is the same in every program. A value
+    carried around a loop or yielded by a region (other than a fusion group) is taken to differ."""
+    seen, todo = set(), [value]
+    while todo:
+        v = through_groups(todo.pop())
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, ir.BlockArgument):
+            parent = v.owner.owner.operation
+            if parent.name == "func.func":
+                continue
+            if parent.name == "scf.for" and v.arg_number == 0:  # the counter: lower bound, upper bound, step
+                todo.extend(list(parent.operands)[:3])
+                continue
+            return False
+        op = v.owner.operation
+        if op.name == "tile.program_id" or len(op.regions):
+            return False
+        todo.extend(op.operands)
+    return True
+
+
 def _base_aligned(self, base) -> bool:
     return self.axis.scalar_divisibility.get(base, 1) >= 16
 
@@ -83,10 +109,12 @@ def op_tile_load(self, op):
     out = []
     address = predicated_access.ByteAddress(flat, elem) if predicated_access.supported(w, elem) else None
     addresses = run_addresses(self, dist, offsets, offs, w, address) if address is not None else {}
+    # Only data every program rereads (a layer norm's weight row): streamed data gains nothing there.
+    read_only = base in self.read_only and same_in_every_program(offsets)
     for r in range(0, n, w):
         if address is not None:
             rest = from_elements(others[r : r + w], elem)
-            out.extend(elements(predicated_access.load(addresses[r], masks[r], rest, w, elem), w))
+            out.extend(elements(predicated_access.load(addresses[r], masks[r], rest, w, elem, read_only), w))
             continue
         if w == 1:
             out.append(if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda r=r: others[r]))

@@ -70,7 +70,7 @@ def gpu(options: dict) -> list[str]:
 
 def gpu_distributed(options: dict) -> list[str]:
     divisible = options.get("divisible_args", "")
-    spec = f" divisible-args={divisible}" if divisible else ""
+    spec = (f" divisible-args={divisible}" if divisible else "") + (" noalias=1" if options.get("noalias") else "")
     return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "canonicalize", "cse"]
 
 

@@ -3,6 +3,12 @@
     @p ld.global.v4.b32 {r0, r1, r2, r3}, [addr];     (r0..r3 first set to `other`)
     @p st.global.v4.b32 [addr], {r0, r1, r2, r3};
 
+A load of data that nothing writes while the kernel runs and that every
+program rereads (`read_only`: a layer norm's weight and bias rows) takes the
+non-coherent path, `ld.global.nc` (CUDA's `__ldg`). Measured on the H200, layer
+norm 16384x8192 f16: 132.0 us so against 133.6 plain; `.nc` on the streamed
+rows as well gained nothing, and varied more with where the input lay.
+
 A masked access written as a branch around a `vector.load` splits the code
 into blocks that ptxas schedules apart, and it keeps more registers live (16
 more in a layer norm of 32 elements a thread, which cost a resident block per
@@ -61,14 +67,14 @@ def _access(op: str, names: list[str]) -> tuple[str, str]:
     return f"{op}.v{len(names)}.b32", "{" + ", ".join(names) + "}"
 
 
-def load(address, pred, other_vec, w: int, elem):
+def load(address, pred, other_vec, w: int, elem, read_only: bool = False):
     """vector<w x elem> loaded from `address` where `pred` holds, else `other_vec`."""
     others = _words(other_vec, w, elem)
     n = len(others)
     outs = [f"${i}" for i in range(n)]
     p, a = f"${n}", f"${n + 1}"
     movs = "".join(f"mov.b32 ${i}, ${n + 2 + i};\n\t" for i in range(n))
-    instruction, registers = _access("ld.global", outs)
+    instruction, registers = _access("ld.global.nc" if read_only else "ld.global", outs)
     asm = f"{movs}@{p} {instruction} {registers}, [{a}];"
     constraints = ",".join(["=r"] * n + ["b", "l"] + ["r"] * n)
     res_ty = _I32() if n == 1 else ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * n) + ")>")

@@ -25,7 +25,7 @@ from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError
 from ..frontend.language import constexpr
 from . import cache
-from .launch_binder import OPTION_NAMES, FastLaunch, exact_grid, is_tensor, normal_grid, read_env
+from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, is_tensor, normal_grid, read_env
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
@@ -172,7 +172,8 @@ class Kernel(FastLaunch):
     def launcher(self, values, options, target):
         sig = self.signature(values)
         if target != "cpu":
-            options = {**options, "divisible_args": _divisible_args(self, values)}
+            options = {**options, "divisible_args": _divisible_args(self, values),
+                       "noalias": disjoint(*[v for v in values if is_tensor(v)])}
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
         key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig),
                os.environ.get("TILE_DUMP_IR"))
@@ -194,6 +195,7 @@ class Kernel(FastLaunch):
         for k in sorted(kwargs):
             v = kwargs[k]
             key.append((k, ("=", v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
+        key.append(disjoint(*[v for v in (*args, *kwargs.values()) if is_tensor(v)]))
         return tuple(key)
 
     def run(self, grid, args, kwargs):

@@ -1,9 +1,9 @@
 """The fast launch path of `Kernel` (a mixin): a binder generated per kernel.
 
 `kernel[grid]` is a cached partial of the binder, which reads each argument
-once (pointer, dtype, rank, device and alignment of a tensor; ==1, %16 and the
-int32 range of an int; class and value of a constexpr; the options; the
-environment), looks the specialization's generated launch function up by what
+once (pointer, dtype, rank, device and alignment of a tensor; whether the tensors'
+storages overlap; ==1, %16 and the int32 range of an int; class and value of a
+constexpr; the options; the environment), looks the specialization's generated launch function up by what
 it read, and calls it. Each guess the binder makes (this argument is a tensor,
 that one an int) is checked; one that fails goes the general way
 (`Kernel.run`), which raises the errors, so every launch is still right.
@@ -21,6 +21,22 @@ OPTION_NAMES = ("num_warps", "num_stages")
 
 def is_tensor(v) -> bool:
     return type(v).__module__.startswith("torch") and hasattr(v, "data_ptr")
+
+
+def disjoint(*tensors) -> bool:
+    """No two of the tensors' storages overlap (a specialization: `noalias`). A tensor the
+    kernel never writes then stays unchanged while it runs, and may be read through the
+    non-coherent path. Storages, not views: two views of one buffer count as overlapping,
+    which costs only that path. A storage at address 0 holds nothing: empty, or on 'meta'
+    (ahead-of-time builds, compiled as the distinct tensors they stand for)."""
+    end = 0
+    for start, size in sorted([(s.data_ptr(), s.nbytes()) for s in [t.untyped_storage() for t in tensors]]):
+        if not start:
+            continue
+        if start < end:
+            return False
+        end = start + size
+    return True
 
 
 class FastLaunch:
@@ -118,6 +134,14 @@ class FastLaunch:
                 if kind == "i":  # ==1 is folded; multiples of 16 and the int32 range are specialized
                     key += [f"{n} == 1", f"not {n} & 15", f"-2147483648 <= {n} <= 2147483647"]
                 flat.append(n)
+        tensors = [n for n, kind in zip((n for n, c in zip(names, self._is_const) if not c), kinds) if kind == "t"]
+        if len(tensors) > 1:  # `disjoint` written out pairwise: no call, no sort on every launch
+            for j, n in enumerate(tensors):
+                reads += [f"{pre}s{j} = {n}.untyped_storage()", f"{pre}a{j} = {pre}s{j}.data_ptr()",
+                          f"{pre}e{j} = {pre}a{j} + {pre}s{j}.nbytes()"]
+            pairs = [f"not {pre}a{i} or not {pre}a{j} or {pre}e{i} <= {pre}a{j} or {pre}e{j} <= {pre}a{i}"
+                     for j in range(len(tensors)) for i in range(j)]
+            key.append(" and ".join(f"({p})" for p in pairs))
         key += ["num_warps", "num_stages"]
         grid = [f"{pre}g{d}" for d in "xyz"]
         params_tuple = f"({', '.join(names)}{',' if len(names) == 1 else ''})"

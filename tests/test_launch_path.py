@@ -14,6 +14,7 @@ import tile
 from tile.runtime import arguments, cuda_driver, cuda_launcher
 from tile.runtime.arguments import CTYPES
 from tile.runtime.cuda_launcher import CudaLauncher
+from tile.runtime.launch_binder import disjoint
 
 
 def _add(x, y, out, n, BLOCK: tile.constexpr):
@@ -212,6 +213,14 @@ def test_respecialization(driver):
     big = run(x, y, out, 2**31 + 16)
     assert big.metadata["args"][3][2] == "tile.int64" and driver.launches[-1]["params"][-1] == 2**31 + 16
     assert run(x, y, out, 1024, num_warps=8).metadata["num_threads"] == 256
+    # noalias: x and y are views of one buffer above; apart, and then with out written in place.
+    assert aligned.metadata["options"]["noalias"] is False
+    x2 = torch.rand(1024)
+    assert run(x2, y, out, 1024).metadata["options"]["noalias"] is True
+    assert run(x2, y, x2, 1024).metadata["options"]["noalias"] is False
+    assert run(x2, y, out[1:], 1023).metadata["options"]["noalias"] is True
+    # Ahead-of-time builds on 'meta' tensors compile what distinct tensors on the device will find.
+    assert disjoint(*[torch.empty(8, device="meta")] * 3)
     assert all(launch["path"] == "bare" for launch in driver.launches)
     # An argument of another kind than the binder was made for takes the general path, rightly.
     with pytest.raises(tile.LaunchError, match="argument 'y' has type str"):

@@ -49,7 +49,10 @@ def test_ahead_of_time_gpu_build(target, monkeypatch):
     assert launcher.asm["cubin"][:4] == b"\x7fELF"
     assert "gpu.func @add_kernel" in launcher.asm["gpu"]
     # 16-byte vector accesses: n = 1024 and the tensors are aligned, so runs of 4 f32 are proven aligned.
+    # The tensors overlap nothing (noalias), but each program streams its own elements: no `.nc`.
+    assert launcher.metadata["options"]["noalias"] is True
     assert "ld.global.v4.b32" in launcher.asm["ptx"] and "st.global.v4.b32" in launcher.asm["ptx"]
+    assert "ld.global.nc" not in launcher.asm["ptx"]
     # The launch ABI was read back from the compiled signature: 3 memrefs of rank 1 and one i32.
     assert [a["type"] for a in launcher.metadata["abi"]] == ["ptr", "ptr", "i64", "i64", "i64"] * 3 + ["i32"]
 
@@ -66,7 +69,7 @@ def test_restart_from_a_stage_file(monkeypatch):
     monkeypatch.setenv("TILE_TARGET", "sm_90")
     launcher = _vector_add().compile(*_args(), BLOCK=1024)
     path = os.path.join(launcher.metadata["cache_path"], "stage-tile-opt.mlir")
-    options = {"divisible_args": launcher.metadata["options"]["divisible_args"]}
+    options = {k: launcher.metadata["options"][k] for k in ("divisible_args", "noalias")}
     compiled = compile_file(path, "sm_90", options)
     assert list(compiled.stages) == ["tile-opt", "gpu", "nvvm", "llvm", "ptx", "cubin"]
     assert compiled.stages["ptx"] == launcher.asm["ptx"]
@@ -108,11 +111,12 @@ def test_runtime_runs_from_cache_without_compiler(monkeypatch):
 
 
 SEED_GPU_BUILDS = {
-    # example module: (launch thunk on CPU tensors shaped like the benchmark's, expected vector loads)
+    # example module: (launch thunk on CPU tensors shaped like the benchmark's, expected vector loads:
+    # `.nc` for the weights every layer norm program rereads; plain where w and b are one tensor)
     "vector_add": (lambda m: m.add(torch.empty(1 << 16), torch.empty(1 << 16)), "ld.global.v4.b32"),
     "fused_softmax": (lambda m: m.softmax(torch.empty(64, 4096), BLOCK=4096), "ld.global.v4.b32"),
     "layer_norm": (lambda m: m.layer_norm(torch.empty(64, 8192, dtype=torch.float16), torch.empty(8192, dtype=torch.float16),
-                                          torch.empty(8192, dtype=torch.float16), BLOCK=2048), "ld.global.v4.b32"),
+                                          torch.empty(8192, dtype=torch.float16), BLOCK=2048), "ld.global.nc.v4.b32"),
     "add_relu_layernorm": (lambda m: m.add_relu_layernorm(*[torch.empty(64, 1024, dtype=torch.float16)] * 2,
                                                           *[torch.empty(1024, dtype=torch.float16)] * 2), "ld.global.v4.b32"),
     # channels-last video, 16 x 16 patches of 3 channels: whole patch rows (96 bytes) read as 16-byte vectors

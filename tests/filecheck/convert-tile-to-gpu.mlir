@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-assign-layouts{num-warps=4}, convert-tile-to-gpu{num-warps=4 divisible-args=0,1,2}, canonicalize, cse)' | FileCheck %s --check-prefixes=CHECK,ALIGNED
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-assign-layouts{num-warps=4}, convert-tile-to-gpu{num-warps=4}, canonicalize, cse)' | FileCheck %s --check-prefixes=CHECK,UNKNOWN
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-assign-layouts{num-warps=4}, convert-tile-to-gpu{num-warps=4 divisible-args=0,1,2 noalias=1}, canonicalize, cse)' | FileCheck %s --check-prefix=NOALIAS
 
 // 512 f32 over 128 threads: 4 registers each, consecutive. With aligned
 // pointers and n a multiple of 16 (divisible-args), each thread's run is one
@@ -42,6 +43,46 @@ func.func @vector_add(%x: !buf, %y: !buf, %n: i32) attributes {tile.kernel} {
   %a = "tile.load"(%x, %offs, %m, %other) : (!buf, tensor<512xi32>, tensor<512xi1>, tensor<512xf32>) -> tensor<512xf32>
   %s = arith.addf %a, %a : tensor<512xf32>
   "tile.store"(%y, %offs, %s, %m) : (!buf, tensor<512xi32>, tensor<512xf32>, tensor<512xi1>) -> ()
+  return
+}
+
+// -----
+
+// noalias (no two tensor arguments overlap: the launcher checks it): %w, which
+// the kernel never writes and every program reads at the same offsets, is read
+// through the non-coherent path, `ld.global.nc`; %x, streamed (its offsets
+// depend on the program id), and %acc, also written, are not. Without noalias
+// nothing is.
+
+!buf = memref<?xf32, strided<[?], offset: ?>>
+
+// NOALIAS-LABEL: gpu.func @scale_accumulate
+// NOALIAS-COUNT-4: @$1 ld.global.b32 $0, [$2];
+// NOALIAS-COUNT-4: @$1 ld.global.nc.b32 $0, [$2];
+// NOALIAS-COUNT-4: @$1 ld.global.b32 $0, [$2];
+// NOALIAS-NOT: ld.global.nc
+// NOALIAS: st.global.b32
+// ALIGNED-LABEL: gpu.func @scale_accumulate
+// ALIGNED-NOT: ld.global.nc
+// ALIGNED: gpu.return
+func.func @scale_accumulate(%x: !buf, %w: !buf, %acc: !buf, %n: i32) attributes {tile.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %pid = "tile.program_id"() {axis = 0 : i32} : () -> i32
+  %c512 = arith.constant 512 : i32
+  %base = arith.muli %pid, %c512 : i32
+  %r = "tile.arange"() {start = 0 : i32, end = 512 : i32} : () -> tensor<512xi32>
+  %b = "tile.splat"(%base) : (i32) -> tensor<512xi32>
+  %offs = arith.addi %b, %r : tensor<512xi32>
+  %lim = "tile.splat"(%n) : (i32) -> tensor<512xi32>
+  %m = arith.cmpi slt, %offs, %lim : tensor<512xi32>
+  %mw = arith.cmpi slt, %r, %lim : tensor<512xi32>
+  %other = "tile.splat"(%zero) : (f32) -> tensor<512xf32>
+  %a = "tile.load"(%x, %offs, %m, %other) : (!buf, tensor<512xi32>, tensor<512xi1>, tensor<512xf32>) -> tensor<512xf32>
+  %wv = "tile.load"(%w, %r, %mw, %other) : (!buf, tensor<512xi32>, tensor<512xi1>, tensor<512xf32>) -> tensor<512xf32>
+  %c = "tile.load"(%acc, %offs, %m, %other) : (!buf, tensor<512xi32>, tensor<512xi1>, tensor<512xf32>) -> tensor<512xf32>
+  %p = arith.mulf %a, %wv : tensor<512xf32>
+  %s = arith.addf %p, %c : tensor<512xf32>
+  "tile.store"(%acc, %offs, %s, %m) : (!buf, tensor<512xi32>, tensor<512xf32>, tensor<512xi1>) -> ()
   return
 }
 
