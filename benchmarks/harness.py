@@ -106,6 +106,11 @@ def flops(kernel: str, shape) -> int | None:
     return None
 
 
+def tolerance(kernel: str, dtype: str) -> dict:
+    """assert_close's rtol and atol for a kernel's output against torch's."""
+    return {"rtol": 0, "atol": 0} if kernel in EXACT else MATMUL_TOL if kernel in MATMUL_KERNELS else TOLERANCES[dtype]
+
+
 def time_ms(fn, sync, seconds: float = TIMED_SECONDS, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS,
             warmup: int = WARMUP, probe: int = 3) -> tuple[float, int]:
     """Median milliseconds of fn over many runs, each bracketed by CUDA events; the
@@ -218,8 +223,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
             if bar:
                 bar.update(3)
             continue
-        tol = ({"rtol": 0, "atol": 0} if kernel in EXACT else MATMUL_TOL if kernel in MATMUL_KERNELS
-               else TOLERANCES[c["dtype"]])
+        tol = tolerance(kernel, c["dtype"])
         timing = MATMUL_TIMING if kernel in MATMUL_KERNELS else None
         chosen = {}  # impl -> its fastest config's function
         for impl in ("tile", "triton", "torch"):
@@ -284,10 +288,11 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
 
 def epilogue_cost(sizes, overrides: dict) -> list[dict]:
     """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile, Triton)
-    and size: the two kernels timed alternately, MATMUL_ROUNDS times each on the same
-    inputs, each at its best round. Timed apart, as the matmul points are, the second
-    kernel runs on a GPU that has been hot for longer, at lower clocks, and the drift
-    reads as epilogue cost."""
+    and size: the two kernels timed back to back on the same inputs, 2 * MATMUL_ROUNDS
+    times, in turn first and second (ABBA), and the cost the median of the rounds' ratios.
+    Timed apart, as the matmul points are, the second kernel runs on a GPU that has been
+    hot for longer, at lower clocks, and the drift reads as epilogue cost; so does it
+    within a round, which the alternating order cancels."""
     import torch
 
     out = []
@@ -299,12 +304,14 @@ def epilogue_cost(sizes, overrides: dict) -> list[dict]:
         for impl in ("tile", "triton"):
             make = (lambda k: tile_impl(k, shape, None, overrides)) if impl == "tile" else (lambda k: triton_impl(k, shape))
             fns = {k: make(k)[0] for k in MATMUL_KERNELS}
-            best = {k: float("inf") for k in fns}
-            for _ in range(MATMUL_ROUNDS):
-                for k, fn in fns.items():
-                    best[k] = min(best[k], time_ms(lambda: fn(a, b, bias), sync, **MATMUL_TIMING)[0])
-            out.append({"impl": impl, "size": n, "plain_ms": best["matmul"], "gelu_ms": best["matmul_bias_gelu"],
-                        "cost_pct": 100 * (best["matmul_bias_gelu"] / best["matmul"] - 1)})
+            rounds = []
+            for r in range(2 * MATMUL_ROUNDS):
+                order = list(fns) if r % 2 == 0 else list(fns)[::-1]
+                rounds.append({k: time_ms(lambda: fns[k](a, b, bias), sync, **MATMUL_TIMING)[0] for k in order})
+            med = {k: statistics.median(t[k] for t in rounds) for k in fns}
+            ratio = statistics.median(t["matmul_bias_gelu"] / t["matmul"] for t in rounds)
+            out.append({"impl": impl, "size": n, "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
+                        "cost_pct": 100 * (ratio - 1), "rounds": rounds})
         del a, b, bias
     return out
 

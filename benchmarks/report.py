@@ -114,12 +114,16 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing.", ""]
         table(compute, "TFLOP/s")
     if meta.get("epilogue"):
-        lines += ["", "## Epilogue cost (interleaved)", "",
-                  "The bias+gelu kernel's time over the plain GEMM's, the two timed alternately on the same inputs "
-                  "(each at its best of the rounds), so that clock drift between points does not count as cost.", "",
-                  "| implementation | size | plain ms | bias+gelu ms | cost |", "|---|---|---|---|---|"]
-        lines += [f"| {x['impl']} | {x['size']}³ | {x['plain_ms']:.4f} | {x['gelu_ms']:.4f} | {x['cost_pct']:.1f}% |"
-                  for x in meta["epilogue"]]
+        lines += ["", "## Epilogue cost (ABBA rounds)", "",
+                  "The bias+gelu kernel's time over the plain GEMM's: the two timed back to back on the same inputs, "
+                  "in rounds that alternate which goes first (ABBA), so that clock drift does not count as cost; "
+                  "the cost is the median of the rounds' ratios (its spread: the lowest and highest round), "
+                  "the times the medians of the rounds.", "",
+                  "| implementation | size | plain ms | bias+gelu ms | cost | rounds |", "|---|---|---|---|---|---|"]
+        for x in meta["epilogue"]:
+            each = sorted(100 * (t["matmul_bias_gelu"] / t["matmul"] - 1) for t in x.get("rounds", []))
+            spread = f"{each[0]:.1f}% to {each[-1]:.1f}%" if each else ""
+            lines.append(f"| {x['impl']} | {x['size']}³ | {x['plain_ms']:.4f} | {x['gelu_ms']:.4f} | {x['cost_pct']:.1f}% | {spread} |")
     failures = [(e, i, r) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     failures += [(e, "all", {"status": "error", "detail": e["error"]}) for e in results if "error" in e]
     if failures:

@@ -14,27 +14,28 @@ import sys
 import time
 import traceback
 
-EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul", "flash_attention", "paged_attention", "int4_matmul", "fp8_matmul"]
 
 
 def main() -> int:
+    import tile
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(tile.__file__)), "examples"))
+    from seeds import SEEDS
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for examples-<device>.json")
-    ap.add_argument("names", nargs="*", choices=[[], *EXAMPLES], help="examples to run (default: all)")
+    ap.add_argument("names", nargs="*", choices=[[], *SEEDS], help="examples to run (default: all)")
     args = ap.parse_args()
-    import tile
-
     if args.compile_only:
         import torch
 
         # Outputs are never written in a compile-only run: skip the checks so every kernel gets compiled.
         torch.testing.assert_close = lambda *a, **k: None
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(tile.__file__)), "examples"))
     results = []
-    for name in args.names or EXAMPLES:
+    for name in args.names or SEEDS:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:  # a listed example that is not there is a failure, not a skip

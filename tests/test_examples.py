@@ -4,9 +4,9 @@ import importlib
 
 import pytest
 
-EXAMPLES = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul", "flash_attention", "paged_attention", "int4_matmul", "fp8_matmul"]
+from seeds import SEEDS
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", SEEDS)
 def test_example_main(name):
     importlib.import_module(name).main()
