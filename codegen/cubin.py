@@ -6,8 +6,10 @@ kept, so that builds can be checked for local memory without a GPU.
 Occupancy: a kernel without tensor-core instructions is memory-bound in
 practice, and how many bytes an SM keeps in flight grows with the blocks it
 holds. When ptxas's register count leaves room for one block fewer than a
-slightly lower count would, the PTX is assembled again under that cap
-(`-maxrregcount`), and the result kept only if nothing spills.
+slightly lower count would, the PTX is assembled again under that cap, and the
+result kept only if nothing spills. The cap is a `.maxnreg` directive on the
+kernel: ptxas ignores `-maxrregcount` for an entry that has `.maxntid`, which
+every kernel here has.
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ def occupancy_cap(registers: int, threads: int) -> int | None:
     return cap if cap >= 24 and cap >= registers * 3 // 4 else None  # far below: it would only spill
 
 
+def with_register_cap(ptx: str, cap: int) -> str:
+    """The PTX with `.maxnreg cap` after the kernel's `.maxntid`."""
+    return re.sub(r"^(\.maxntid [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {cap}", ptx, count=1, flags=re.M)
+
+
 @functools.lru_cache(maxsize=64)
 def assemble(ptx: str, target: str) -> tuple[bytes, str]:
     """(cubin, ptxas -v report) for one PTX text."""
@@ -68,7 +75,7 @@ def assemble(ptx: str, target: str) -> tuple[bytes, str]:
     cap = occupancy_cap(int(used.group(1)), int(threads.group(1)))
     if cap is None:
         return cubin, log
-    capped, capped_log = _ptxas(ptx, target, [f"-maxrregcount={cap}"])
+    capped, capped_log = _ptxas(with_register_cap(ptx, cap), target, [])
     if re.search(r"[1-9]\d* bytes (spill|stack)", capped_log):
         return cubin, log
     return capped, capped_log + f"\ntile: register cap {cap} for {blocks_per_sm(cap, int(threads.group(1)))} blocks per SM\n"

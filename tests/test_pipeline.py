@@ -206,6 +206,21 @@ def test_occupancy_cap(registers, threads, blocks, cap):
     assert occupancy_cap(registers, threads) == cap
 
 
+def test_register_cap_reaches_ptxas(monkeypatch):
+    """A layer norm of 4096 f16 with 4 warps takes 64 registers (8 blocks of 128 threads an
+    SM); capped at 56 it fits 9 without spills. The cap is a `.maxnreg` directive:
+    ptxas ignores -maxrregcount for a kernel with `.maxntid`, as every kernel has."""
+    import layer_norm
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90")
+    layer_norm.layer_norm_kernel._launchers.clear()
+    x, w = torch.empty(64, 4096, dtype=torch.float16), torch.empty(4096, dtype=torch.float16)
+    launcher = layer_norm.layer_norm_kernel.compile(x, w, w.clone(), torch.empty_like(x), 4096, 4096, 4096, 1e-5,
+                                                    BLOCK=4096, ONE_BLOCK=True, num_warps=4)
+    info = launcher.metadata["ptxas"]
+    assert info["registers"] == 56 and info["spill_stores"] == info["stack_frame"] == 0, info
+
+
 def test_row_accesses_share_one_address(monkeypatch):
     """A layer-norm row (8192 f16, 8 warps: 4 runs of 16 bytes a thread, 4096 bytes apart)
     is addressed from one register: the runs after the first are it plus 4096, 8192 and
