@@ -4,7 +4,9 @@ an accumulator in the `#tile.wgmma` layout goes to `distributed_wgmma.py` instea
 The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): warp
 (wm, wn) owns a block of 16 x 8 fragments. Both operands are read from shared
 memory with `nvgpu.ldmatrix` (A: x4 per 16 x 16 fragment; B, row-major K x N:
-`.trans` x4 for two 16 x 8 fragments), then one `nvgpu.mma.sync` per fragment
+`.trans` x4 for two 16 x 8 fragments; from a slot that holds the operand's
+transpose, `tile-pipeline`'s for a column-major block, the same with `.trans`
+the other way round), then one `nvgpu.mma.sync` per fragment
 pair and 16-wide step of K (bf16: the `nvvm.mma.sync` op itself, since
 nvgpu's cannot lower bf16).
 
@@ -97,8 +99,6 @@ def op_tile_dot(self, op):
             tb = SharedTile(buf, i32(0 if ta.buf != buf else M * K), K, N, elem)
             stage(self, b, tb)
         shared_writes_done(self)
-    if (ta.transposed or tb.transposed) and not isinstance(cd, WgmmaDistribution):
-        raise TileError(f"dot of {M}x{K} by {K}x{N}: a transposed shared operand is read only by wgmma")
     if isinstance(cd, WgmmaDistribution):
         why = wgmma_supported(ta, tb)
         if why:
@@ -112,22 +112,35 @@ def op_tile_dot(self, op):
     # ldmatrix x4: lanes 8j .. 8j+7 give the rows of matrix j; row r_l of the 16-row block,
     # column c_l (A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15);
     # B transposed: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)).
+    # A slot that holds the transpose (`transposed`: K x M for A, N x K for B) gives the same
+    # matrices with rows and columns swapped: lane rows r_t = lane % 8 + 8 (lane / 16), columns
+    # c_t = lane & 8, and the `.trans` flag the other way round.
     r_l = arith.addi(arith.andi(self.lane, i32(7)), arith.andi(self.lane, i32(8)))
     c_l = arith.muli(arith.shrui(self.lane, i32(4)), i32(8))
-    # Every row offset added to r_l is a multiple of 8, so each thread's swizzle phase is fixed.
-    pa, pb = ta.phase(r_l), tb.phase(r_l)
-    a_row0 = arith.addi(arith.muli(warp_m, i32(tm)), r_l)
+    r_t = arith.addi(arith.andi(self.lane, i32(7)), c_l)
+    c_t = arith.andi(self.lane, i32(8))
+    # Every row offset added to r_l (r_t) is a multiple of 8, so each thread's swizzle phase is fixed.
+    pa, pb = ta.phase(r_t if ta.transposed else r_l), tb.phase(r_t if tb.transposed else r_l)
+    a_row0 = arith.addi(arith.muli(warp_m, i32(tm)), c_t if ta.transposed else r_l)
     b_col0 = arith.muli(warp_n, i32(tn))
     regs = elements(self.value(acc), cd.num_registers)
     two = ir.VectorType.get([2, 2], elem)
     for ks in range(K // 16):
-        a_frags = [_ldmatrix(ta, arith.addi(a_row0, i32(rm * 16)), arith.addi(c_l, i32(ks * 16)), 4, False, pa)
-                   for rm in range(reps_m)]
+        if ta.transposed:
+            a_frags = [_ldmatrix(ta, arith.addi(r_t, i32(ks * 16)), arith.addi(a_row0, i32(rm * 16)), 4, True, pa)
+                       for rm in range(reps_m)]
+        else:
+            a_frags = [_ldmatrix(ta, arith.addi(a_row0, i32(rm * 16)), arith.addi(c_l, i32(ks * 16)), 4, False, pa)
+                       for rm in range(reps_m)]
         k_row = arith.addi(r_l, i32(ks * 16))
         for rn in range(0, reps_n, 2):
             pair = rn + 1 < reps_n
-            col = arith.addi(b_col0, arith.addi(c_l, i32(rn * 8)) if pair else i32(rn * 8))
-            frag = _ldmatrix(tb, k_row, col, 4 if pair else 2, True, pb)
+            if tb.transposed:
+                frag = _ldmatrix(tb, arith.addi(b_col0, arith.addi(r_t, i32(rn * 8))), arith.addi(c_t, i32(ks * 16)),
+                                 4 if pair else 2, False, pb)
+            else:
+                col = arith.addi(b_col0, arith.addi(c_l, i32(rn * 8)) if pair else i32(rn * 8))
+                frag = _ldmatrix(tb, k_row, col, 4 if pair else 2, True, pb)
             for j in range(2 if pair else 1):
                 b_frag = frag if not pair else vector.FromElementsOp(two, [vector.extract(frag, [], [2 * j + r, c]) for r in (0, 1) for c in (0, 1)]).result
                 for rm in range(reps_m):
@@ -147,7 +160,7 @@ def _tf32_dot(self, op, ta: SharedTile, tb: SharedTile, row0, col0):
     a0..a3: (g, t), (g+8, t), (g, t+4), (g+8, t+4)) and B (8 x 8) at rows t, t + 4 of
     column g; the accumulator is the m16n8 one of the 16-bit mma."""
     cd = self.dist(op.results[0])
-    (reps_m, reps_n), K = cd.reps, ta.cols
+    (reps_m, reps_n), K = cd.reps, (ta.rows if ta.transposed else ta.cols)
     f32 = ir.F32Type.get()
     g, t = arith.shrui(self.lane, i32(2)), arith.andi(self.lane, i32(3))
     t4 = arith.addi(t, i32(4))
@@ -156,7 +169,9 @@ def _tf32_dot(self, op, ta: SharedTile, tb: SharedTile, row0, col0):
     a_row, b_col = arith.addi(row0, g), arith.addi(col0, g)
 
     def fragment(tile, coords, shape):
-        vals = [round_to_tf32(memref.LoadOp(tile.buf, [to_index(tile.offset(r, c, p))]).result) for r, c, p in coords]
+        # (r, c) of the operand: in a slot that holds its transpose, (c, r) of the slot.
+        at = [(c, r, None) if tile.transposed else (r, c, p) for r, c, p in coords]
+        vals = [round_to_tf32(memref.LoadOp(tile.buf, [to_index(tile.offset(r, c, p))]).result) for r, c, p in at]
         return vector.FromElementsOp(ir.VectorType.get(shape, f32), vals).result
 
     regs = elements(self.value(op.operands[2]), cd.num_registers)

@@ -71,6 +71,9 @@ tensor map the host encodes from the arguments its `tile.tma` entry names),
     }
 
 No drain: a copy is issued only for an iteration that runs, and each is waited for.
+
+Without TMA, a load of a column-major block gets the same transposed slots, filled
+by `cp.async` copies made in the slot's shape (`transposed_copies.py`).
 """
 
 from __future__ import annotations
@@ -88,7 +91,9 @@ from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, inside
 from .registry import register_pass
 from .tile_fuse import through_groups
+from .block_access import match_block
 from .tma_copies import add_descriptor, issue_tma, slot_shape, tma_blocks
+from .transposed_copies import transposed_copy
 from .walk import all_ops
 
 _DOT_OPERANDS = (0, 1)
@@ -110,6 +115,12 @@ def _is_zero(v) -> bool:
         if isinstance(attr, ir.IntegerAttr):
             return attr.value == 0
     return False
+
+
+def _column_major(load):
+    """The block `load` reads if it is a column-major one (`block_access.py`), else None."""
+    b = match_block(load)
+    return b if b is not None and b.transposed else None
 
 
 def _position(block, op) -> int:
@@ -166,7 +177,9 @@ class TilePipeline:
         ity = iv.type
         rings = []
         blocks = tma_blocks(found, self.divisible_args) if self.tma else None
-        per_load = blocks or [None] * len(found)  # each load's TMA block, if the copies are TMA's
+        # Each load's block when its slot holds a transpose: a TMA copy's (any block), or a
+        # column-major block's, copied with cp.async in the slot's shape (`transposed_copies.py`).
+        per_load = blocks or [_column_major(load) for load, _ in found]
         # Prologue: rings and the first `ahead` iterations' copies, before the loop.
         with ir.InsertionPoint(loop), loop.location:
             for (load, _), b in zip(found, per_load):
@@ -177,7 +190,7 @@ class TilePipeline:
                 descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
                 issue = functools.partial(issue_tma, found, blocks, rings, bars, descs)
             else:
-                issue = functools.partial(self.issue, found, rings)
+                issue = functools.partial(self.issue, found, rings, per_load)
             for s in range(ahead):
                 it = arith.addi(lb, arith.muli(step, _i32(s, ity))) if s else lb
                 issue(_i32(s, ity), it, ub, ir.InsertionPoint(loop))
@@ -247,17 +260,25 @@ class TilePipeline:
             out.append((dot, n))
         return out
 
-    def issue(self, found, rings, slot, it, ub, ip):
+    def issue(self, found, rings, per_load, slot, it, ub, ip):
         """Clone the loads' offsets and masks at induction value `it` (one copy of the ops
-        they share) and start their copies into `slot`, as one commit group."""
+        they share; of a column-major block, what its start needs) and start their copies
+        into `slot`, as one commit group."""
         loop = found[0][0].parent
-        needed = {op for _, ops in found for op in ops}
-        mapping = {loop.regions[0].blocks[0].arguments[0]: it}
-        clone_slice([op.operation for op in loop.regions[0].blocks[0].operations if op.operation in needed], mapping, ip)
+        body = loop.regions[0].blocks[0]
+        needed = set()
+        for (_, ops), b in zip(found, per_load):
+            starts = [x for x, _ in (b.row, b.col) if x is not None] if b else []
+            needed.update(ops if b is None else body_slice(starts, body, loop, body.arguments[0]) or [])
+        mapping = {body.arguments[0]: it}
+        clone_slice([op.operation for op in body.operations if op.operation in needed], mapping, ip)
         with ip:
             live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
-            for (load, _), ring in zip(found, rings):
+            for (load, _), ring, b in zip(found, rings, per_load):
                 base, offsets, mask, _ = load.operands
+                if b is not None:
+                    pipeline_ops.async_copy(ring, slot, base, *transposed_copy(load, b, mapping, live))
+                    continue
                 m = mapping.get(mask, mask)
                 m = arith.andi(m, create("splat", [m.type], [live]).result)
                 pipeline_ops.async_copy(ring, slot, base, mapping.get(offsets, offsets), m)

@@ -72,12 +72,19 @@ def test_pipelined_matmul_ptx(target, dtype, monkeypatch):
     assert launcher.metadata["shared_bytes"] >= 3 * (128 * 32 + 32 * 128) * 2
 
 
-def test_column_major_b_still_builds(monkeypatch):
-    """B column-major: its rows are not contiguous, so its copies are scalar (A stays cp.async)."""
-    launcher = _build(monkeypatch, "sm_80", b_col_major=True, M=100, N=72, K=48, BM=64, BN=64, num_warps=4)
+@pytest.mark.parametrize("col_major, plain, trans", [("b", 12, 0), ("a", 0, 12), ("ab", 8, 4)])
+def test_column_major_operands_on_cp_async(col_major, plain, trans, monkeypatch):
+    """A column-major operand (no TMA on sm_80) is copied into slots that hold its transpose,
+    16 bytes at a time down its contiguous columns, as many cp.async as a row-major one; the
+    ldmatrix that reads it flips `.trans` (A: 4 x4 per K step pair, B: 8; see above)."""
+    launcher = _build(monkeypatch, "sm_80", a_col_major="a" in col_major, b_col_major="b" in col_major)
     ptx = launcher.asm["ptx"]
-    assert "cp.async.cg.shared.global" not in ptx or "ldmatrix" in ptx
-    assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned.m8n8.x4.trans" in ptx
+    assert ptx.count("cp.async.cg.shared.global") == 12
+    assert ptx.count("ld.global") == 1  # the bias; no operand element is loaded on its own
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == plain
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == trans
+    assert ptx.count("mma.sync.aligned.m16n8k16") == 32
+    _assert_no_loop_spills(launcher)
 
 
 def test_one_stage_stages_registers(monkeypatch):

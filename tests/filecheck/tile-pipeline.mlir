@@ -311,6 +311,22 @@ func.func @tma_kloop(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i
 // the tile's transpose, whose `tile.local_load` says so; each copy starts at
 // (the block's column start, its row start).
 
+// Without TMA (sm_80, sm_90) the same slots are filled by cp.async, the copy made in
+// the slot's shape: 128 x 64 (N x K) offsets k + n * s, laid out 8 to a thread
+// along K, the block's contiguous dim (`transposed_copies.py`).
+
+// CHECK-LABEL: func.func @tma_kloop_b_column_major
+// CHECK: "tile.local_alloc"() : () -> memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[RB:.*]] = "tile.local_alloc"() : () -> memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KS:.*]] = "tile.broadcast"(%{{.*}}) : (tensor<1x64xi32, {{.*}}>) -> tensor<128x64xi32, #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>>
+// CHECK: %[[N:.*]] = "tile.broadcast"(%{{.*}}) : (tensor<128x1xi32, {{.*}}>) -> tensor<128x64xi32, #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>>
+// CHECK: %[[NS:.*]] = arith.muli %[[N]], %{{.*}}
+// CHECK: %[[OFFS:.*]] = arith.addi %[[KS]], %[[NS]]
+// CHECK: "tile.async_copy"(%[[RB]], %{{.*}}, %{{.*}}, %[[OFFS]], %{{.*}})
+// CHECK: scf.for
+// CHECK: "tile.local_load"(%[[RB]], %{{.*}}) {transposed} : (memref<3x128x64xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<64x128xbf16>
+// CHECK: "tile.async_copy"(%[[RB]]
+
 // TMA-LABEL: func.func @tma_kloop_b_column_major
 // TMA-SAME: {box = [128, 64], cols = "arg:4", rows = "arg:3", stride = "arg:6", swizzle = 128 : i64, tensor = 1 : i64}]
 // TMA: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<4x128x64xbf16, #gpu.address_space<workgroup>>

@@ -1,0 +1,67 @@
+"""cp.async copies of a column-major block for `tile-pipeline` (no TMA: sm_80, sm_90,
+or a stride a tensor map cannot take).
+
+A load of a column-major block (`block_access.py`: `a + rm[:, None] + rk[None, :] * s`,
+the A of `x.T @ y` or the B of `x @ W.T`) is contiguous down its columns, so the
+copy of its R x C tile, made in the load's row-major layout, has no two
+neighbouring elements of a thread adjacent in memory: it went element by
+element. Its ring slot holds the transpose instead (C x R, as a TMA copy of the
+block leaves it; the `tile.local_load` is `transposed`), and the copy is made in
+that shape, over offsets and a mask built for it:
+
+    # before: offsets rm[:, None] + rk[None, :] * s, R x C, in the load's layout
+    # after:  offsets rm[None, :] + rk[:, None] * s, C x R, in a blocked layout
+    #         along R: 16-byte runs (`cp.async`) where the stride allows
+    ro = r0 + arange(R) ; co = c0 + arange(C)
+    offsets = broadcast(reshape(ro, 1 x R)) + broadcast(reshape(co, C x 1)) * s
+    mask    = (ro < rows) & (co < cols) & live       (each broadcast to C x R)
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith
+
+from ..dialects import tile_ops
+from ..dialects.layout import Blocked, element_bits, encoding_of, with_encoding
+from .block_access import Block
+
+
+def _laid_out(v, num_warps: int, bits: int = 32):
+    v.set_type(with_encoding(v.type, Blocked.default(list(ir.RankedTensorType(v.type).shape), bits, num_warps)))
+    return v
+
+
+def _start(start: tuple, mapping) -> ir.Value:
+    """r0 = value + constant (`Block.row`/`col`), the value as cloned for the issued iteration."""
+    value, const = start
+    c = arith.ConstantOp(ir.IntegerType.get_signless(32), const).result
+    if value is None:
+        return c
+    value = mapping.get(value, value)
+    return arith.addi(value, c) if const else value
+
+
+def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
+    """(offsets, mask) of `load`'s block `b` (transposed) as a C x R tile, at the iteration
+    whose loop values `mapping` holds; `live` (i1) is false for an iteration past the end."""
+    rows, cols = ir.RankedTensorType(load.results[0].type).shape
+    layout = encoding_of(load.results[0].type)
+    num_warps = math.prod(layout.warps_per_cta) if isinstance(layout, Blocked) else 4
+    bits = element_bits(ir.RankedTensorType(load.results[0].type).element_type)
+
+    def along(start, n: int, shape: list[int], bound):
+        vec = _laid_out(arith.addi(_laid_out(tile_ops.arange(0, n), num_warps),
+                                   _laid_out(tile_ops.splat(_start(start, mapping), [n]), num_warps)), num_warps)
+        grid = _laid_out(tile_ops.broadcast(_laid_out(tile_ops.reshape(vec, shape), num_warps), [cols, rows]), num_warps, bits)
+        inside = arith.cmpi(arith.CmpIPredicate.slt, grid, _laid_out(tile_ops.splat(mapping.get(bound, bound), [cols, rows]), num_warps, bits))
+        return grid, inside
+
+    r, r_in = along(b.row, rows, [1, rows], b.rows)
+    c, c_in = along(b.col, cols, [cols, 1], b.cols)
+    stride = _laid_out(tile_ops.splat(mapping.get(b.stride, b.stride), [cols, rows]), num_warps, bits)
+    offsets = arith.addi(r, arith.muli(c, stride))
+    mask = arith.andi(arith.andi(r_in, c_in), _laid_out(tile_ops.splat(live, [cols, rows]), num_warps, bits))
+    return offsets, mask
