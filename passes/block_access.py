@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+from mlir.dialects import arith
 
 from .tile_fuse import through_groups
 
@@ -30,6 +31,16 @@ class Block:
     cols: ir.Value
     stride: ir.Value  # of the rows, or of the columns when `transposed`
     transposed: bool = False
+
+
+def start_value(start: tuple, mapping: dict) -> ir.Value:
+    """A block's row or column start (`Block.row`/`col`: value + constant) as an i32, its
+    value as `mapping` holds it (its clone at the iteration being issued)."""
+    value, const = start
+    if value is None:
+        return arith.ConstantOp(ir.IntegerType.get_signless(32), const).result
+    value = mapping.get(value, value)
+    return arith.addi(value, arith.ConstantOp(ir.IntegerType.get_signless(32), const).result) if const else value
 
 
 def _owner(v):

@@ -12,7 +12,7 @@ from mlir.dialects import arith
 
 from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
-from .block_access import match_block
+from .block_access import match_block, start_value
 from .loop_slice import body_slice, clone_slice
 
 
@@ -123,9 +123,7 @@ def _coordinate(start, bound, mapping):
     """start = (value or None, constant) at the issued iteration, as an i32; pushed far out of
     bounds when `bound` (not a positive constant) is 0 or less, since a tensor map's dims are >= 1."""
     i32 = ir.IntegerType.get_signless(32)
-    value, const = start
-    c = arith.ConstantOp(i32, const).result
-    v = c if value is None else arith.addi(mapping.get(value, value), c) if const else mapping.get(value, value)
+    v = start_value(start, mapping)
     ref = _reference(bound)
     if ref is not None and ref[0] == "const" and ref[1] > 0:
         return v

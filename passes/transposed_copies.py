@@ -26,22 +26,12 @@ from mlir.dialects import arith
 
 from ..dialects import tile_ops
 from ..dialects.layout import Blocked, element_bits, encoding_of, with_encoding
-from .block_access import Block
+from .block_access import Block, start_value
 
 
 def _laid_out(v, num_warps: int, bits: int = 32):
     v.set_type(with_encoding(v.type, Blocked.default(list(ir.RankedTensorType(v.type).shape), bits, num_warps)))
     return v
-
-
-def _start(start: tuple, mapping) -> ir.Value:
-    """r0 = value + constant (`Block.row`/`col`), the value as cloned for the issued iteration."""
-    value, const = start
-    c = arith.ConstantOp(ir.IntegerType.get_signless(32), const).result
-    if value is None:
-        return c
-    value = mapping.get(value, value)
-    return arith.addi(value, c) if const else value
 
 
 def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
@@ -54,7 +44,7 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
 
     def along(start, n: int, shape: list[int], bound):
         vec = _laid_out(arith.addi(_laid_out(tile_ops.arange(0, n), num_warps),
-                                   _laid_out(tile_ops.splat(_start(start, mapping), [n]), num_warps)), num_warps)
+                                   _laid_out(tile_ops.splat(start_value(start, mapping), [n]), num_warps)), num_warps)
         grid = _laid_out(tile_ops.broadcast(_laid_out(tile_ops.reshape(vec, shape), num_warps), [cols, rows]), num_warps, bits)
         inside = arith.cmpi(arith.CmpIPredicate.slt, grid, _laid_out(tile_ops.splat(mapping.get(bound, bound), [cols, rows]), num_warps, bits))
         return grid, inside

@@ -117,7 +117,7 @@ class FastLaunch:
             pre += "_"
         M = pre + "M"
         key = [f"{pre}env(b'TILE_TARGET')", f"{pre}env(b'TILE_DUMP_IR')", f"{pre}env(b'TILE_COMPILE_ONLY')"]
-        guards, reads, flat = [f"{pre}extra", f"{pre}kw"], [], []
+        guards, reads, flat, tensors = [f"{pre}extra", f"{pre}kw"], [], [], []
         kind_of = iter(kinds)
         for i, (n, const) in enumerate(zip(names, self._is_const)):
             if const:
@@ -127,6 +127,7 @@ class FastLaunch:
             if kind == "t":
                 ptr = f"{pre}p{i}"
                 reads.append(f"{ptr} = {n}.data_ptr()")
+                tensors.append(n)
                 key += [f"{n}.dtype", f"{n}.dim()", f"{n}.is_cuda", f"not {ptr} & 15"]
                 flat += [n, ptr]
             else:
@@ -134,7 +135,6 @@ class FastLaunch:
                 if kind == "i":  # ==1 is folded; multiples of 16 and the int32 range are specialized
                     key += [f"{n} == 1", f"not {n} & 15", f"-2147483648 <= {n} <= 2147483647"]
                 flat.append(n)
-        tensors = [n for n, kind in zip((n for n, c in zip(names, self._is_const) if not c), kinds) if kind == "t"]
         if len(tensors) > 1:  # `disjoint` written out pairwise: no call, no sort on every launch
             for j, n in enumerate(tensors):
                 reads += [f"{pre}s{j} = {n}.untyped_storage()", f"{pre}a{j} = {pre}s{j}.data_ptr()",
