@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# On the GPU machine, with .device and .deviceA carried (build_ab.sh): the matmul sweep of
-# A (.deviceA) and B (.device) in turn, ROUNDS times (default 2), each checked against
-# torch before timing; the log and each run's JSON go to $OUT (default ./ab-out).
-#   bash benchmarks/ab_on_device.sh [CONFIGS]
+# On the GPU machine, with .device and .deviceA carried (build_ab.sh): BENCH (a script in
+# benchmarks/ and its arguments, default `matmul_sweep.py --configs 128,256,64,8,4`) with
+# A's compiler (.deviceA) and B's (.device) in turn, ROUNDS times (default 2), each output
+# checked against torch before timing; the log and each run's files go to $OUT (default
+# ./ab-out).
+#   bash benchmarks/ab_on_device.sh [BENCH ARGS...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CONFIGS=${1:-128,256,64,8,4}
+[ $# -gt 0 ] || set -- matmul_sweep.py --configs 128,256,64,8,4
 OUT=${OUT:-$PWD/ab-out}
 mkdir -p "$OUT"
 for r in $(seq 1 "${ROUNDS:-2}"); do
     for X in A B; do
         D=.device; [ "$X" = A ] && D=.deviceA
-        echo "== $X round $r" >> "$OUT/ab.log"
-        TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src python3 "$D"/src/tile/benchmarks/matmul_sweep.py \
-            --configs "$CONFIGS" --out "$OUT/$X$r" >> "$OUT/ab.log" 2>&1 || echo "$X round $r failed" >> "$OUT/ab.log"
+        echo "== $X round $r: $*" >> "$OUT/ab.log"
+        TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src python3 "$D"/src/tile/benchmarks/"$@" \
+            --out "$OUT/$X$r" >> "$OUT/ab.log" 2>&1 || echo "$X round $r failed" >> "$OUT/ab.log"
     done
 done
 grep -v '^\s*$' "$OUT/ab.log"

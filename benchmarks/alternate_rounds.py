@@ -25,12 +25,14 @@ def main() -> None:
     ap.add_argument("--num-warps", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--placements", type=int, default=4, help="inputs allocated after 0, 1, ... pads of ~32 MB")
+    ap.add_argument("--compile-only", action="store_true", help="as TILE_COMPILE_ONLY=1 (for build_ab.sh)")
+    ap.add_argument("--out", help="also write the lines to OUT/alternate_rounds.log")
     args = ap.parse_args()
     shape = tuple(args.shape)
     case = next(c for c in harness.cases() if c["kernel"] == args.kernel and tuple(c["shape"]) == shape)
     dtype = getattr(torch, case["dtype"])
     tile_fn, _ = harness.tile_impl(args.kernel, shape, args.num_warps, {})
-    if os.environ.get("TILE_COMPILE_ONLY"):
+    if args.compile_only or os.environ.get("TILE_COMPILE_ONLY"):
         tile_fn(*harness.make_inputs(args.kernel, shape, dtype, "meta"))
         return
     triton_fn, _ = harness.triton_impl(args.kernel, shape, args.num_warps)
@@ -46,9 +48,14 @@ def main() -> None:
             for name, fn in order if r % 2 == 0 else order[::-1]:
                 ms[name].append(harness.time_ms(lambda: fn(*inputs), torch.cuda.synchronize, seconds=0.25)[0])
         t, tr = min(ms["tile"]), min(ms["triton"])
-        print(f"placement {place}: tile {t * 1e3:.2f} us ({nbytes / t / 1e6:.0f} GB/s), Triton {tr * 1e3:.2f} us, "
-              f"tile vs Triton {tr / t:.4f}; rounds tile {[round(x * 1e3, 2) for x in ms['tile']]} "
-              f"Triton {[round(x * 1e3, 2) for x in ms['triton']]}", flush=True)
+        line = (f"placement {place}: tile {t * 1e3:.2f} us ({nbytes / t / 1e6:.0f} GB/s), Triton {tr * 1e3:.2f} us, "
+                f"tile vs Triton {tr / t:.4f}; rounds tile {[round(x * 1e3, 2) for x in ms['tile']]} "
+                f"Triton {[round(x * 1e3, 2) for x in ms['triton']]}")
+        print(line, flush=True)
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "alternate_rounds.log"), "a") as f:
+                f.write(f"{args.kernel} {shape}: {line}\n")
         del inputs
 
 

@@ -61,6 +61,7 @@ def main() -> int:
         device = torch.cuda.get_device_name() if args.device == "cuda" else args.device
         record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "device": device, "torch": torch.__version__, "command": " ".join(sys.argv), "results": results}
+        os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, f"examples-{args.device}.json"), "w") as f:
             json.dump(record, f, indent=1)
     return 0 if all(r["status"] in ("ok", "compiled") for r in results) else 1
