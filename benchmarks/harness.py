@@ -12,7 +12,9 @@ run, the practical ceiling for these memory-bound kernels. The matmul points
 (group "matmul") are compute-bound instead: their metric is TFLOP/s
 (2*M*N*K / time), given as a share of torch.matmul's (cuBLAS) TFLOP/s measured
 in the same run, and their timing is capped so the group stays well under a
-minute however slow an implementation is.
+minute however slow an implementation is. Triton's matmul is timed at each of
+its tutorial's autotuning configs and reported at its best, as its autotuner
+would pick; tile's at its one config.
 
 The GPU machine has no MLIR, so tile kernels run there from a cache compiled
 beforehand: `--compile-only` makes the same tile launches on 'meta' tensors
@@ -33,7 +35,7 @@ import sys
 import time
 import traceback
 
-from implementations import (MATMUL_KERNELS, PATCH, make_inputs, reference, tile_impl, torch_impl, triton_impl,
+from implementations import (MATMUL_KERNELS, PATCH, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl,
                              warp_choices)
 
 SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
@@ -168,6 +170,14 @@ def compile_only(selected: list[dict], overrides: dict) -> int:
     return 1 if failures else 0
 
 
+def config_label(cfg: dict) -> str:
+    """A matmul config as BMxBNxBK/warps/stages; otherwise its num_warps."""
+    if "BLOCK_M" in cfg or "BM" in cfg:
+        bm, bn, bk = (cfg.get(k, cfg.get(k2)) for k, k2 in (("BLOCK_M", "BM"), ("BLOCK_N", "BN"), ("BLOCK_K", "BK")))
+        return f"{bm}x{bn}x{bk}/{cfg['num_warps']}w/{cfg['num_stages']}s"
+    return str(cfg.get("num_warps"))
+
+
 def _check_and_time(fn, inputs, expected, tol, sync, timing=None) -> dict:
     import torch
 
@@ -207,6 +217,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     steps = len(selected) * 3
     bar = tqdm(total=steps, unit="run", dynamic_ncols=True) if tqdm else None
     results = []
+    triton_matmul_choice = {}  # size -> the tutorial config Triton's plain matmul was fastest with
     for c in selected:
         kernel, shape, dtype = c["kernel"], c["shape"], getattr(torch, c["dtype"])
         entry = {**c, "shape": list(shape), "bytes": nbytes(kernel, shape, dtype.itemsize), "impls": {}}
@@ -229,8 +240,9 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
         for impl in ("tile", "triton", "torch"):
             if bar:
                 bar.set_description(f"{kernel} {'x'.join(map(str, shape))} {impl}")
-            runs, fns = [], []
-            for w in warp_choices(kernel, shape, overrides) if impl != "torch" else [None]:
+            runs, fns, picks = [], [], []
+            for w in choices(impl, kernel, shape, overrides):
+                picks.append(w)
                 try:
                     fn, cfg = (tile_impl(kernel, shape, w, overrides) if impl == "tile" else triton_impl(kernel, shape, w)
                                if impl == "triton" else (torch_impl(kernel), {}))
@@ -238,14 +250,22 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
                     fns.append(fn)
                 except Exception as e:  # noqa: BLE001
                     runs.append({"status": "error", "detail": "setup: " + "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]})
-                if runs[-1]["status"] != "ok":  # every config must pass its check: a failure is the result
+                    fns.append(None)
+                if runs[-1]["status"] == "error" and "OutOfResources" in runs[-1]["detail"]:
+                    runs[-1]["status"] = "skipped"  # a tutorial config too large for the shared memory, as Triton's autotuner skips it
+                elif runs[-1]["status"] != "ok":  # every config must pass its check: a failure is the result
                     break
             ok = [x for x in runs if x["status"] == "ok"]
-            r = runs[-1] if runs[-1]["status"] != "ok" else min(ok, key=lambda x: x["ms"])
+            r = runs[-1] if runs[-1]["status"] not in ("ok", "skipped") or not ok else min(ok, key=lambda x: x["ms"])
             if len(ok) > 1:
-                r["tried"] = {str(x["config"].get("num_warps")): x["ms"] for x in ok}
+                r["tried"] = {config_label(x["config"]): x["ms"] for x in ok}
+            skipped = [config_label(x["config"]) for x in runs if x["status"] == "skipped"]
+            if skipped:
+                r["skipped"] = skipped
             if r["status"] == "ok":
                 chosen[impl] = fns[runs.index(r)]
+                if impl == "triton" and kernel == "matmul":
+                    triton_matmul_choice[shape[0]] = picks[runs.index(r)]
             entry["impls"][impl] = r
             if bar:
                 bar.update(1)
@@ -278,7 +298,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     meta = report.run_metadata(command, ceiling, COPY_BYTES)
     sizes = sorted({e["shape"][0] for e in results if e["kernel"] == "matmul_bias_gelu" and "error" not in e})
     if sizes:
-        meta["epilogue"] = epilogue_cost(sizes, overrides)
+        meta["epilogue"] = epilogue_cost(sizes, overrides, triton_matmul_choice)
     report.write_all(out_dir, results, meta)
     bad = [(e["kernel"], e["shape"], i) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     bad += [(e["kernel"], e["shape"], "all") for e in results if "error" in e]
@@ -286,8 +306,9 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     return 1 if bad else 0
 
 
-def epilogue_cost(sizes, overrides: dict) -> list[dict]:
-    """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile, Triton)
+def epilogue_cost(sizes, overrides: dict, triton_choice: dict) -> list[dict]:
+    """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile, Triton at
+    the tutorial config its plain matmul was fastest with at that size, `triton_choice`)
     and size: the two kernels timed back to back on the same inputs, 2 * MATMUL_ROUNDS
     times, in turn first and second (ABBA), and the cost the median of the rounds' ratios.
     Timed apart, as the matmul points are, the second kernel runs on a GPU that has been
@@ -302,7 +323,8 @@ def epilogue_cost(sizes, overrides: dict) -> list[dict]:
         torch.manual_seed(0)
         a, b, bias = make_inputs("matmul_bias_gelu", shape, torch.bfloat16, "cuda")
         for impl in ("tile", "triton"):
-            make = (lambda k: tile_impl(k, shape, None, overrides)) if impl == "tile" else (lambda k: triton_impl(k, shape))
+            make = ((lambda k: tile_impl(k, shape, None, overrides)) if impl == "tile"
+                    else (lambda k: triton_impl(k, shape, triton_choice.get(n))))
             fns = {k: make(k)[0] for k in MATMUL_KERNELS}
             rounds = []
             for r in range(2 * MATMUL_ROUNDS):

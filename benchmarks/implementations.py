@@ -13,6 +13,17 @@ PATCH = {"pt": 2, "st": 2, "ph": 16, "pw": 16}
 EPS = 1e-5
 LAYER_NORM_MAX_BLOCK = 16384  # longer rows are read twice (as in triton_kernels.py)
 MATMUL_KERNELS = ("matmul", "matmul_bias_gelu")
+# The CUDA autotuning list of Triton's matmul tutorial (python/tutorials/03-matrix-multiplication.py,
+# `get_cuda_autotune_config`), fp16 and fp8 entries alike, as (BLOCK_M, BLOCK_N, BLOCK_K, num_warps,
+# num_stages), GROUP_M 8 in all. The harness times Triton's matmul at each, as its autotuner would,
+# and reports it at its best; one that does not fit the shared memory is skipped, as the autotuner
+# skips it.
+TRITON_TUTORIAL_MATMUL_CONFIGS = [
+    (128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
+    (128, 32, 32, 4, 4), (64, 32, 32, 2, 5), (32, 64, 32, 2, 5),
+    (128, 256, 128, 8, 3), (256, 128, 128, 8, 3), (256, 64, 128, 4, 4), (64, 256, 128, 4, 4), (128, 128, 128, 4, 4),
+    (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (128, 32, 64, 4, 4),
+]
 
 
 def next_pow2(n: int) -> int:
@@ -73,10 +84,26 @@ def _elements(cfg: dict) -> int:
     return cfg["BLOCK"] * cfg.get("NP", 1)
 
 
+def triton_matmul_config(choice: int) -> dict:
+    bm, bn, bk, warps, stages = TRITON_TUTORIAL_MATMUL_CONFIGS[choice]
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps, "num_stages": stages}
+
+
+def choices(impl: str, kernel: str, shape, overrides: dict | None = None) -> list:
+    """What each implementation is timed with at a point, to be reported at its best:
+    `warp_choices` for tile and Triton; at a matmul point, Triton's tutorial configs (indices
+    into TRITON_TUTORIAL_MATMUL_CONFIGS) and tile's one config."""
+    if impl == "torch":
+        return [None]
+    if impl == "triton" and kernel in MATMUL_KERNELS:
+        return list(range(len(TRITON_TUTORIAL_MATMUL_CONFIGS)))
+    return warp_choices(kernel, shape, overrides)
+
+
 def warp_choices(kernel: str, shape, overrides: dict | None = None) -> list[int | None]:
     """The num_warps each implementation is timed with at a memory-bound point: half, the
     default and twice, within 4 to 32 warps (tile and Triton alike, each reported at its
-    best). None: the default, which is all a matmul point is timed with."""
+    best). None: the default (tile's one config at a matmul point)."""
     if kernel in MATMUL_KERNELS:
         return [None]
     cfg = tile_config(kernel, shape, overrides=overrides)
@@ -239,13 +266,18 @@ def reference(kernel: str, inputs):
 
 
 def triton_impl(kernel: str, shape, num_warps: int | None = None):
+    """The Triton kernel's launch at `num_warps` (None: the default); at a matmul point,
+    `num_warps` is instead an index into TRITON_TUTORIAL_MATMUL_CONFIGS (None: the first)."""
     import triton_kernels as tk  # imported only here: the compile-only pass never needs Triton
 
+    if kernel in MATMUL_KERNELS:
+        cfg = triton_matmul_config(num_warps or 0)
+        act = "gelu" if kernel == "matmul_bias_gelu" else "none"
+        # no bias for the plain GEMM: Triton's epilogue is optional
+        return (lambda a, b, bias: tk.matmul(a, b, bias if act == "gelu" else None, act, cfg)), cfg
     w = {"num_warps": num_warps}
     fns = {"vector_add": lambda x, y: tk.add(x, y, **w), "softmax": lambda x: tk.softmax(x, **w),
            "layer_norm": lambda x, w_, b: tk.layer_norm(x, w_, b, EPS, **w),
            "add_relu_layernorm": lambda x, r, w_, b: tk.add_relu_layernorm(x, r, w_, b, EPS, **w),
-           "patch_gather": lambda v: tk.patch_gather(v, **PATCH, **w),
-           "matmul": lambda a, b, bias: tk.matmul(a, b),  # no bias: Triton's epilogue is optional
-           "matmul_bias_gelu": lambda a, b, bias: tk.matmul(a, b, bias, activation="gelu")}
+           "patch_gather": lambda v: tk.patch_gather(v, **PATCH, **w)}
     return fns[kernel], tk.config_for(kernel, shape, num_warps)

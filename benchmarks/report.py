@@ -92,15 +92,21 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         "reported at its best (the warps column: tile / Triton).", "",
     ]
 
-    def table(entries, unit):
-        lines.extend([f"| kernel | shape | dtype | tile {unit} | Triton {unit} | torch {unit} | tile vs Triton | warps | tile config |",
-                      "|---|---|---|---|---|---|---|---|---|"])
+    def table(entries, unit, triton_configs=False):
+        extra = " Triton config (of those tried) |" if triton_configs else ""
+        lines.extend([f"| kernel | shape | dtype | tile {unit} | Triton {unit} | torch {unit} | tile vs Triton | warps | tile config |" + extra,
+                      "|---|---|---|---|---|---|---|---|---|" + ("---|" if triton_configs else "")])
         for e in entries:
             cfg = (e["impls"].get("tile") or {}).get("config", "")
             warps = " / ".join(str((e["impls"].get(i) or {}).get("config", {}).get("num_warps", "-")) for i in ("tile", "triton"))
             cells = [_cell(e["impls"].get(i)) for i in IMPLS] if "error" not in e else ["**error**"] * 3
-            lines.append(f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['dtype']} | "
-                         + " | ".join(cells) + f" | {_ratio(e)} | {warps} | `{cfg}` |")
+            row = f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['dtype']} | " + " | ".join(cells) + f" | {_ratio(e)} | {warps} | `{cfg}` |"
+            if triton_configs:
+                t = e["impls"].get("triton") or {}
+                c = t.get("config") or {}
+                label = f"{c.get('BLOCK_M')}x{c.get('BLOCK_N')}x{c.get('BLOCK_K')}/{c.get('num_warps')}w/{c.get('num_stages')}s" if c else "-"
+                row += f" {label} ({len(t.get('tried', {})) or 1} timed, {len(t.get('skipped', []))} too large) |"
+            lines.append(row)
 
     if bandwidth:
         table(bandwidth, "GB/s")
@@ -111,8 +117,11 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "the clocks drift under a long tensor-core load; "
                   "in parentheses, % of torch.matmul's (cuBLAS) TFLOP/s in the same run, not of the copy ceiling. "
                   "matmul_bias_gelu is gelu_tanh(A @ B + bias): fused in tile and Triton, unfused eager ops in torch. "
-                  "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing.", ""]
-        table(compute, "TFLOP/s")
+                  "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing. "
+                  "Triton runs at the best of its matmul tutorial's autotuning configs: each checked against torch and "
+                  "timed, the fastest then timed in the rounds (those that do not fit the shared memory skipped, "
+                  "as its autotuner skips them); tile at its one config.", ""]
+        table(compute, "TFLOP/s", triton_configs=True)
     if meta.get("epilogue"):
         lines += ["", "## Epilogue cost (ABBA rounds)", "",
                   "The bias+gelu kernel's time over the plain GEMM's: the two timed back to back on the same inputs, "
@@ -160,8 +169,16 @@ def _bars(ax, entries, labels, ceiling, title, metric="gbs", unit="GB/s"):
     ax.legend(fontsize=8, loc="upper right", ncol=4)
 
 
-def write_chart(out_dir: str, results: list, meta: dict) -> str:
-    """One PNG: the main points, then each sweep against row length."""
+def write_chart(out_dir: str, results: list, meta: dict) -> list[str]:
+    """bench.png: the main points, then each sweep against row length; and bench-KERNEL.png:
+    one kernel's points and sweep alone."""
+    paths = [_figure(results, os.path.join(out_dir, "bench.png"), meta)]
+    for kernel in dict.fromkeys(e["kernel"] for e in results):
+        paths.append(_figure([e for e in results if e["kernel"] == kernel], os.path.join(out_dir, f"bench-{kernel}.png"), meta))
+    return paths
+
+
+def _figure(results: list, path: str, meta: dict) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -186,7 +203,6 @@ def write_chart(out_dir: str, results: list, meta: dict) -> str:
             labels = [f"{e['shape'][1]} cols\n{e['shape'][0]} rows" for e in entries]
             _bars(ax, entries, labels, ceiling, f"{key[0]} {key[1]}, ~256 MiB, by row length")
     fig.tight_layout()
-    path = os.path.join(out_dir, "bench.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -21,9 +21,9 @@ import triton.language as tl
 SOFTMAX_MAX_SINGLE = 32768
 SOFTMAX_CHUNK = 4096
 LAYER_NORM_MAX_BLOCK = 16384
-# A standard bf16 GEMM configuration for Hopper (H100/H200) with the tutorial-style
-# pointer kernel: a 128x256 f32 accumulator over 8 warps, 64-deep K steps, 3 stages of
-# A and B tiles in shared memory (3 * (128*64 + 64*256) * 2 B = 144 KiB).
+# The first of the tutorial's configs (benchmarks/implementations.py: TRITON_TUTORIAL_MATMUL_CONFIGS,
+# which the harness times in turn): a 128x256 f32 accumulator over 8 warps, 64-deep K steps, 3
+# stages of A and B tiles in shared memory (3 * (128*64 + 64*256) * 2 B = 144 KiB).
 MATMUL_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
 
 
@@ -271,15 +271,17 @@ def patch_gather(video: torch.Tensor, pt: int, st: int, ph: int, pw: int, num_wa
     return out
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, activation: str = "none") -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, activation: str = "none",
+           config: dict | None = None) -> torch.Tensor:
     """act(a @ b [+ bias]) for 2-D a (M, K) and b (K, N) in any strides; f32 accumulation,
-    output in a's dtype. activation: "none" or "gelu" (tanh approximation)."""
+    output in a's dtype. activation: "none" or "gelu" (tanh approximation). config: block
+    sizes, GROUP_M, num_warps and num_stages (default MATMUL_CONFIG)."""
     assert activation in ("none", "gelu"), activation
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {K} and {K2}"
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    cfg = config_for("matmul", (M, N, K))
+    cfg = config or config_for("matmul", (M, N, K))
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     matmul_kernel[grid](a, b, bias if bias is not None else out, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"],

@@ -151,6 +151,8 @@ def test_seed_kernels_vectorize_without_spills(name, monkeypatch):
     ptx = launcher.asm["ptx"]
     assert wanted in ptx
     assert ".local" not in ptx
+    if "__dynamic_shmem__0" in ptx:  # the dynamic shared memory itself, no static byte besides (48 KB then fits)
+        assert ".extern .shared .align 1024 .b8 __dynamic_shmem__0[];" in ptx
     info = launcher.metadata["ptxas"]
     assert info["registers"] > 0
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
