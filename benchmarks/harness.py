@@ -14,7 +14,8 @@ run, the practical ceiling for these memory-bound kernels. The matmul points
 in the same run, and their timing is capped so the group stays well under a
 minute however slow an implementation is. Triton's matmul is timed at each of
 its tutorial's autotuning configs and reported at its best, as its autotuner
-would pick; tile's at its one config.
+would pick; tile's at its one config, one program per output tile and as a
+persistent grid (one program per SM), reported at the better.
 
 The GPU machine has no MLIR, so tile kernels run there from a cache compiled
 beforehand: `--compile-only` makes the same tile launches on 'meta' tensors
@@ -35,8 +36,7 @@ import sys
 import time
 import traceback
 
-from implementations import (MATMUL_KERNELS, PATCH, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl,
-                             warp_choices)
+from implementations import MATMUL_KERNELS, PATCH, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl
 
 SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
 SWEEP_BYTES = 256 << 20
@@ -157,7 +157,7 @@ def compile_only(selected: list[dict], overrides: dict) -> int:
     for c in selected:
         t0 = time.perf_counter()
         try:
-            for w in warp_choices(c["kernel"], c["shape"], overrides):
+            for w in choices("tile", c["kernel"], c["shape"], overrides):
                 run, cfg = tile_impl(c["kernel"], c["shape"], w, overrides)
                 run(*make_inputs(c["kernel"], c["shape"], getattr(torch, c["dtype"]), "meta"))
             status = "compiled"
@@ -174,7 +174,8 @@ def config_label(cfg: dict) -> str:
     """A matmul config as BMxBNxBK/warps/stages; otherwise its num_warps."""
     if "BLOCK_M" in cfg or "BM" in cfg:
         bm, bn, bk = (cfg.get(k, cfg.get(k2)) for k, k2 in (("BLOCK_M", "BM"), ("BLOCK_N", "BN"), ("BLOCK_K", "BK")))
-        return f"{bm}x{bn}x{bk}/{cfg['num_warps']}w/{cfg['num_stages']}s"
+        persistent = f", persistent on {cfg['programs']}" if "programs" in cfg else ""
+        return f"{bm}x{bn}x{bk}/{cfg['num_warps']}w/{cfg['num_stages']}s{persistent}"
     return str(cfg.get("num_warps"))
 
 
@@ -217,7 +218,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     steps = len(selected) * 3
     bar = tqdm(total=steps, unit="run", dynamic_ncols=True) if tqdm else None
     results = []
-    triton_matmul_choice = {}  # size -> the tutorial config Triton's plain matmul was fastest with
+    matmul_choice = {}  # (impl, size) -> the choice its plain matmul was fastest with
     for c in selected:
         kernel, shape, dtype = c["kernel"], c["shape"], getattr(torch, c["dtype"])
         entry = {**c, "shape": list(shape), "bytes": nbytes(kernel, shape, dtype.itemsize), "impls": {}}
@@ -264,8 +265,8 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
                 r["skipped"] = skipped
             if r["status"] == "ok":
                 chosen[impl] = fns[runs.index(r)]
-                if impl == "triton" and kernel == "matmul":
-                    triton_matmul_choice[shape[0]] = picks[runs.index(r)]
+                if kernel == "matmul" and impl != "torch":
+                    matmul_choice[impl, shape[0]] = picks[runs.index(r)]
             entry["impls"][impl] = r
             if bar:
                 bar.update(1)
@@ -298,7 +299,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     meta = report.run_metadata(command, ceiling, COPY_BYTES)
     sizes = sorted({e["shape"][0] for e in results if e["kernel"] == "matmul_bias_gelu" and "error" not in e})
     if sizes:
-        meta["epilogue"] = epilogue_cost(sizes, overrides, triton_matmul_choice)
+        meta["epilogue"] = epilogue_cost(sizes, overrides, matmul_choice)
     report.write_all(out_dir, results, meta)
     bad = [(e["kernel"], e["shape"], i) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     bad += [(e["kernel"], e["shape"], "all") for e in results if "error" in e]
@@ -306,10 +307,10 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     return 1 if bad else 0
 
 
-def epilogue_cost(sizes, overrides: dict, triton_choice: dict) -> list[dict]:
-    """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile, Triton at
-    the tutorial config its plain matmul was fastest with at that size, `triton_choice`)
-    and size: the two kernels timed back to back on the same inputs, 2 * MATMUL_ROUNDS
+def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
+    """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile and Triton,
+    each with what its plain matmul was fastest with at that size, `choice`) and size: the
+    two kernels timed back to back on the same inputs, 2 * MATMUL_ROUNDS
     times, in turn first and second (ABBA), and the cost the median of the rounds' ratios.
     Timed apart, as the matmul points are, the second kernel runs on a GPU that has been
     hot for longer, at lower clocks, and the drift reads as epilogue cost; so does it
@@ -323,8 +324,9 @@ def epilogue_cost(sizes, overrides: dict, triton_choice: dict) -> list[dict]:
         torch.manual_seed(0)
         a, b, bias = make_inputs("matmul_bias_gelu", shape, torch.bfloat16, "cuda")
         for impl in ("tile", "triton"):
-            make = ((lambda k: tile_impl(k, shape, None, overrides)) if impl == "tile"
-                    else (lambda k: triton_impl(k, shape, triton_choice.get(n))))
+            pick = choice.get((impl, n))
+            make = ((lambda k: tile_impl(k, shape, pick, overrides)) if impl == "tile"
+                    else (lambda k: triton_impl(k, shape, pick)))
             fns = {k: make(k)[0] for k in MATMUL_KERNELS}
             rounds = []
             for r in range(2 * MATMUL_ROUNDS):
@@ -332,7 +334,7 @@ def epilogue_cost(sizes, overrides: dict, triton_choice: dict) -> list[dict]:
                 rounds.append({k: time_ms(lambda: fns[k](a, b, bias), sync, **MATMUL_TIMING)[0] for k in order})
             med = {k: statistics.median(t[k] for t in rounds) for k in fns}
             ratio = statistics.median(t["matmul_bias_gelu"] / t["matmul"] for t in rounds)
-            out.append({"impl": impl, "size": n, "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
+            out.append({"impl": impl, "size": n, "config": config_label(make("matmul")[1]), "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
                         "cost_pct": 100 * (ratio - 1), "rounds": rounds})
         del a, b, bias
     return out

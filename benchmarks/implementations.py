@@ -84,6 +84,16 @@ def _elements(cfg: dict) -> int:
     return cfg["BLOCK"] * cfg.get("NP", 1)
 
 
+PERSISTENT = "persistent"  # tile's matmul choice: the example's persistent kernel, one program per SM
+H200_SMS = 132  # the grid of a persistent launch compiled ahead of time on 'meta' tensors
+
+
+def sm_count(device) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else H200_SMS
+
+
 def triton_matmul_config(choice: int) -> dict:
     bm, bn, bk, warps, stages = TRITON_TUTORIAL_MATMUL_CONFIGS[choice]
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps, "num_stages": stages}
@@ -97,6 +107,8 @@ def choices(impl: str, kernel: str, shape, overrides: dict | None = None) -> lis
         return [None]
     if impl == "triton" and kernel in MATMUL_KERNELS:
         return list(range(len(TRITON_TUTORIAL_MATMUL_CONFIGS)))
+    if impl == "tile" and kernel in MATMUL_KERNELS:
+        return [None, PERSISTENT]  # one program per output tile, and a persistent grid
     return warp_choices(kernel, shape, overrides)
 
 
@@ -206,14 +218,21 @@ def tile_impl(kernel: str, shape, num_warps: int | None = None, overrides: dict 
     elif kernel in MATMUL_KERNELS:
         mm = _matmul_example()
 
+        persistent = num_warps == PERSISTENT
+        if persistent:
+            cfg["programs"] = sm_count(torch.device("cuda") if torch.cuda.is_available() else torch.device("meta"))
+
         # The kernel always loads and adds the bias; the plain case passes a zero bias
         # vector (make_inputs), which costs ~nothing next to the GEMM (N loads per tile).
         def run(a, b, bias):
             M, K = a.shape
             N = b.shape[1]
             out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-            grid = (((M + cfg["BM"] - 1) // cfg["BM"]) * ((N + cfg["BN"] - 1) // cfg["BN"]),)
-            mm.matmul_kernel[grid](a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **cfg)
+            tiles = ((M + cfg["BM"] - 1) // cfg["BM"]) * ((N + cfg["BN"] - 1) // cfg["BN"])
+            launch = {k: v for k, v in cfg.items() if k != "programs"}
+            kernel = mm.persistent_matmul_kernel if persistent else mm.matmul_kernel
+            kernel[(min(cfg["programs"], tiles) if persistent else tiles,)](
+                a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **launch)
             return out
     else:
         raise KeyError(kernel)

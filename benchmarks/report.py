@@ -120,7 +120,8 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "The plain tile matmul still adds a zero bias vector (its kernel always does), which costs ~nothing. "
                   "Triton runs at the best of its matmul tutorial's autotuning configs: each checked against torch and "
                   "timed, the fastest then timed in the rounds (those that do not fit the shared memory skipped, "
-                  "as its autotuner skips them); tile at its one config.", ""]
+                  "as its autotuner skips them); tile at its one config, one program per output tile or a "
+                  "persistent grid of one program per SM (`programs` in its config), whichever is faster.", ""]
         table(compute, "TFLOP/s", triton_configs=True)
     if meta.get("epilogue"):
         lines += ["", "## Epilogue cost (ABBA rounds)", "",
@@ -128,11 +129,12 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "in rounds that alternate which goes first (ABBA), so that clock drift does not count as cost; "
                   "the cost is the median of the rounds' ratios (its spread: the lowest and highest round), "
                   "the times the medians of the rounds.", "",
-                  "| implementation | size | plain ms | bias+gelu ms | cost | rounds |", "|---|---|---|---|---|---|"]
+                  "| implementation | size | config | plain ms | bias+gelu ms | cost | rounds |", "|---|---|---|---|---|---|---|"]
         for x in meta["epilogue"]:
             each = sorted(100 * (t["matmul_bias_gelu"] / t["matmul"] - 1) for t in x.get("rounds", []))
             spread = f"{each[0]:.1f}% to {each[-1]:.1f}%" if each else ""
-            lines.append(f"| {x['impl']} | {x['size']}³ | {x['plain_ms']:.4f} | {x['gelu_ms']:.4f} | {x['cost_pct']:.1f}% | {spread} |")
+            lines.append(f"| {x['impl']} | {x['size']}³ | {x.get('config', '')} | {x['plain_ms']:.4f} | {x['gelu_ms']:.4f} | "
+                         f"{x['cost_pct']:.1f}% | {spread} |")
     failures = [(e, i, r) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     failures += [(e, "all", {"status": "error", "detail": e["error"]}) for e in results if "error" in e]
     if failures:

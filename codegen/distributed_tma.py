@@ -13,6 +13,9 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
   swizzle are those of the ring's slots (`SharedTile`), so the copies land in
   the layout wgmma reads.
 - `tile.mbarrier_wait`: every thread `nvgpu.mbarrier.try_wait.parity`.
+- `tile.mbarrier_dealloc`: a barrier (every thread is past its last wait), then
+  thread 0 `nvvm.mbarrier.inval` on each (PTX wants an mbarrier invalidated before
+  its memory is initialized again).
 
     # before (tile-opt stage)
     "tile.tma_load"(%ring, %slot, %bars, %desc, %row, %col, %live) {box = [128, 32], swizzle = 64}
@@ -26,7 +29,7 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, builtin, gpu, memref, nvgpu, scf
+from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf
 
 from ..dialects.layout import element_bits as bits
 from .convert_tile_to_linalg import const_index, to_index
@@ -88,3 +91,16 @@ def op_tile_mbarrier_wait(self, op):
     bars_v, slot, phase = op.operands
     parity = arith.trunci(ir.IntegerType.get_signless(1), self.value(phase))
     nvgpu.MBarrierTryWaitParityOp(self.map[bars_v], parity, const_index(_SUSPEND_HINT_NS), to_index(self.value(slot)))
+
+
+def op_tile_mbarrier_dealloc(self, op):
+    bars = self.map[op.operands[0]]
+    count = ir.MemRefType(op.operands[0].type).shape[0]
+    gpu.barrier()
+    branch = scf.IfOp(_first_thread(self))
+    with ir.InsertionPoint(branch.then_block):
+        i32_type, shared = ir.IntegerType.get_signless(32), ir.Type.parse("!llvm.ptr<3>")
+        for s in range(count):
+            address = nvgpu.MBarrierGetOp(i32_type, bars, const_index(s)).result
+            nvvm.MBarrierInvalOp(llvm.IntToPtrOp(shared, address).result)
+        scf.YieldOp([])

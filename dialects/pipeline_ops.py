@@ -174,6 +174,18 @@ def tma_load(buffer, slot, barriers, descriptor, row, col, live, box: list[int],
     return create("tma_load", [], [buffer, slot, barriers, descriptor, row, col, live], attrs, loc=loc, ip=ip)
 
 
+@define("mbarrier_dealloc", operands=[("barriers", "memref")])
+def mbarrier_dealloc(barriers, *, loc=None, ip=None) -> ir.Operation:
+    """The end of a ring's mbarriers: once every thread is past its last wait on them, they
+    are invalidated (`mbarrier.inval`), so that their memory may be initialized again, as
+    the next iteration of a loop around the pipelined one does (a persistent kernel's loop
+    over output tiles).
+
+    "tile.mbarrier_dealloc"(%bars) : (memref<3xi64, #gpu.address_space<workgroup>>) -> ()
+    """
+    return create("mbarrier_dealloc", [], [barriers], loc=loc, ip=ip)
+
+
 @define("mbarrier_wait", operands=[("barriers", "memref"), ("slot", "i32"), ("phase", "i32")])
 def mbarrier_wait(barriers, slot, phase, *, loc=None, ip=None) -> ir.Operation:
     """Wait until mbarrier `slot` has completed its phase of parity `phase` (0 or 1): the

@@ -3,7 +3,9 @@
 Any M, N, K (tails are masked), inputs in any layout given by their strides
 (row- or column-major), f32 accumulation of f16/bf16/f32 inputs (f32 exactly,
 or on the tensor cores as tf32 with `input_precision="tf32"`), grouped program
-order so that neighbouring programs share tiles of `a` in L2.
+order so that neighbouring programs share tiles of `a` in L2. One program per
+output tile, or a persistent grid (`programs=`, e.g. the SM count) of programs
+that loop over the tiles.
 """
 
 import math
@@ -23,19 +25,18 @@ def gelu(x):
     return h + h * tile.tanh(u)
 
 
-@tile.kernel
-def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
-                  BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, GROUP: tile.constexpr,
-                  ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee"):
-    pid = tile.program_id(0)
+@tile.func
+def output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP, ACTIVATION,
+                PRECISION):
+    """Output tile number t: act(a @ b + bias) over its BM x BN block of `out`."""
     n_m = tile.cdiv(M, BM)
     n_n = tile.cdiv(N, BN)
     # Grouped order: GROUP rows of tiles are swept column by column.
-    group = pid // (GROUP * n_n)
+    group = t // (GROUP * n_n)
     first_m = group * GROUP
     rows_in_group = tile.minimum(n_m - first_m, GROUP)
-    pm = first_m + (pid % (GROUP * n_n)) % rows_in_group
-    pn = (pid % (GROUP * n_n)) // rows_in_group
+    pm = first_m + (t % (GROUP * n_n)) % rows_in_group
+    pn = (t % (GROUP * n_n)) // rows_in_group
     rm = pm * BM + tile.arange(0, BM)
     rn = pn * BN + tile.arange(0, BN)
     rk = tile.arange(0, BK)
@@ -52,15 +53,40 @@ def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
     tile.store(out + rm[:, None] * s_om + rn[None, :] * s_on, acc, mask=mask)
 
 
+@tile.kernel
+def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
+                  BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, GROUP: tile.constexpr,
+                  ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee"):
+    """One program per output tile."""
+    output_tile(a, b, bias, out, tile.program_id(0), M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP,
+                ACTIVATION, PRECISION)
+
+
+@tile.kernel
+def persistent_matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
+                             BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, GROUP: tile.constexpr,
+                             ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee"):
+    """A persistent grid: a few programs (one per SM) each loop over output tiles, so a
+    program's next tile starts without a new launch of its block."""
+    for t in range(tile.program_id(0), tile.cdiv(M, BM) * tile.cdiv(N, BN), tile.num_programs(0)):
+        output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP, ACTIVATION,
+                    PRECISION)
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str = "gelu",
-           BM: int = 32, BN: int = 32, BK: int = 16, GROUP: int = 4, input_precision: str = "ieee") -> torch.Tensor:
+           BM: int = 32, BN: int = 32, BK: int = 16, GROUP: int = 4, input_precision: str = "ieee",
+           programs: int | None = None) -> torch.Tensor:
+    """act(a @ b + bias). programs: a persistent grid of that many programs (e.g. the GPU's
+    SM count) instead of one program per output tile."""
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {K} and {K2}"
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    grid = (tile.cdiv(M, BM) * tile.cdiv(N, BN),)
-    matmul_kernel[grid](a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
-                        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision)
+    tiles = tile.cdiv(M, BM) * tile.cdiv(N, BN)
+    kernel = matmul_kernel if programs is None else persistent_matmul_kernel
+    kernel[(tiles if programs is None else min(programs, tiles),)](
+        a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
+        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision)
     return out
 
 
@@ -88,7 +114,8 @@ def main(device: str = "cpu") -> None:
              (torch.float16, (100, 72, 48), {}, "b"), (torch.bfloat16, (300, 200, 100), big, "b"),
              (torch.float16, (260, 130, 72), big, "b"), (torch.float32, (70, 45, 37), tf32, "b"),
              (torch.float32, (300, 200, 96), {**big, **tf32}, ""), (torch.bfloat16, (300, 260, 144), big, "b"),
-             (torch.float16, (260, 300, 208), {**big, "BK": 64}, "b"), (torch.bfloat16, (304, 260, 144), big, "ab")]
+             (torch.float16, (260, 300, 208), {**big, "BK": 64}, "b"), (torch.bfloat16, (304, 260, 144), big, "ab"),
+             (torch.bfloat16, (300, 520, 144), {**big, "programs": 5}, "")]  # persistent: 3 x 5 tiles on 5 programs
     for dtype, (M, N, K), tiles, col_major in cases:
         a = torch.randn(K, M, device=device, dtype=dtype).t() if "a" in col_major else torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(N, K, device=device, dtype=dtype).t() if "b" in col_major else torch.randn(K, N, device=device, dtype=dtype)
@@ -98,7 +125,8 @@ def main(device: str = "cpu") -> None:
         want = reference(a, b, bias, input_precision=tiles.get("input_precision", "ieee"))
         tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2 * math.sqrt(K))
         torch.testing.assert_close(got, want, **tol)
-    shapes = ", ".join(f"{str(d).split('.')[-1]}{' tf32' if t.get('input_precision') else ''} {s}" for d, s, t, _ in cases)
+    shapes = ", ".join(f"{str(d).split('.')[-1]}{' tf32' if t.get('input_precision') else ''} {s}"
+                       f"{' persistent' if t.get('programs') else ''}" for d, s, t, _ in cases)
     print(f"matmul: {shapes} + bias + gelu on {device} match torch")
 
 if __name__ == "__main__":

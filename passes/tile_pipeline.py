@@ -71,6 +71,9 @@ tensor map the host encodes from the arguments its `tile.tma` entry names),
     }
 
 No drain: a copy is issued only for an iteration that runs, and each is waited for.
+After the loop, `tile.mbarrier_dealloc %bars` invalidates the mbarriers, so that a
+loop around this one (a persistent kernel's, over output tiles) may initialize
+them again.
 
 Without TMA, a load of a column-major block gets the same transposed slots, filled
 by `cp.async` copies made in the slot's shape (`transposed_copies.py`).
@@ -234,6 +237,8 @@ class TilePipeline:
                 pipeline_ops.async_wait(0)
             for ring in reversed(rings):  # nothing reads or writes them any more
                 pipeline_ops.local_dealloc(ring)
+            if blocks:
+                pipeline_ops.mbarrier_dealloc(bars)
         for load, ops in found:
             load.erase()
         for load, ops in found:

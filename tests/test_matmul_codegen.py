@@ -38,18 +38,20 @@ def _assert_no_loop_spills(launcher, mma: str = "HMMA"):
     assert _loop_local_memory(launcher.asm["cubin"], mma) == []
 
 
-def _build(monkeypatch, target, dtype=torch.bfloat16, b_col_major=False, M=256, N=256, K=256, a_col_major=False, **cfg):
+def _build(monkeypatch, target, dtype=torch.bfloat16, b_col_major=False, M=256, N=256, K=256, a_col_major=False,
+           persistent=False, **cfg):
     import matmul
 
     monkeypatch.setenv("TILE_TARGET", target)
     monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
-    matmul.matmul_kernel._launchers.clear()
+    kernel = matmul.persistent_matmul_kernel if persistent else matmul.matmul_kernel
+    kernel._launchers.clear()
     a = torch.empty(K, M, dtype=dtype).t() if a_col_major else torch.empty(M, K, dtype=dtype)
     b = torch.empty(N, K, dtype=dtype).t() if b_col_major else torch.empty(K, N, dtype=dtype)
     bias, out = torch.empty(N, dtype=dtype), torch.empty(M, N, dtype=dtype)
     opts = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3, ACTIVATION="gelu")
     opts.update(cfg)
-    return matmul.matmul_kernel.compile(a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **opts)
+    return kernel.compile(a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **opts)
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
@@ -148,6 +150,23 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
     _assert_no_loop_spills(launcher, "HGMMA")
     if groups[0] > 1:  # the warpgroup's A offset comes from a lane-0 broadcast (see distributed_wgmma.py)
         assert "shfl.sync.idx.b32" in ptx
+
+
+def test_persistent_matmul_reinitializes_its_mbarriers(monkeypatch):
+    """A persistent grid's loop over output tiles holds the K loop: each tile's rings and
+    mbarriers are made inside it, and after the K loop the mbarriers are invalidated
+    (mbarrier.inval) before the next tile initializes them again; wgmma on TMA rings, no spills."""
+    cfg = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
+    launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, persistent=True, **cfg)
+    opt = launcher.asm["tile-opt"]
+    outer, alloc, dealloc = (opt.index(s) for s in ("scf.for", '"tile.mbarrier_alloc"', '"tile.mbarrier_dealloc"'))
+    inner = opt.index("scf.for", outer + 1)
+    assert outer < alloc < inner < dealloc
+    ptx = launcher.asm["ptx"]
+    assert ptx.count("mbarrier.init.shared.b64") == ptx.count("mbarrier.inval.shared.b64") == cfg["num_stages"]
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx and "cp.async.bulk.tensor.2d" in ptx
+    info = launcher.metadata["ptxas"]
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
 
 
 _TRANSPOSES = r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, p, 1,\s*1, (\d),\s*(\d);"

@@ -275,7 +275,8 @@ func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf1
 // 128-byte panel (here 2 of 64 columns, the second 32 rows x 128 bytes further)
 // into a view of the ring's slot, each from lane 0 of the next warp in turn (a
 // branch on the warp); the first also announces the slot's bytes (8 KiB). The
-// wait spins on the slot's mbarrier at the given parity.
+// wait spins on the slot's mbarrier at the given parity. The dealloc waits for
+// every thread, then thread 0 invalidates each mbarrier.
 
 // CHECK-LABEL: gpu.func @tma
 // CHECK-SAME: %[[DESC:[^:]*]]: !llvm.ptr
@@ -294,6 +295,14 @@ func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf1
 // CHECK: %[[COL2:.*]] = arith.addi %[[COL]], %c64
 // CHECK: nvgpu.tma.async.load %[[D]][%[[COL2]], %[[ROW]]], %[[BARS]][%[[SLOT]]] to %{{.*}}, predicate = %[[GO]]
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%{{.*}}], %{{.*}}, %{{.*}}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: %[[B0:.*]] = nvgpu.mbarrier.get %[[BARS]][%c0]
+// CHECK-NEXT: %[[P0:.*]] = llvm.inttoptr %[[B0]] : i32 to !llvm.ptr<3>
+// CHECK-NEXT: nvvm.mbarrier.inval %[[P0]]
+// CHECK-NEXT: %[[B1:.*]] = nvgpu.mbarrier.get %[[BARS]][%c1]
+// CHECK-NEXT: %[[P1:.*]] = llvm.inttoptr %[[B1]] : i32 to !llvm.ptr<3>
+// CHECK-NEXT: nvvm.mbarrier.inval %[[P1]]
 !ring = memref<2x32x128xbf16, #gpu.address_space<workgroup>>
 !bars = memref<2xi64, #gpu.address_space<workgroup>>
 func.func @tma(%desc: !llvm.ptr, %row: i32, %col: i32, %live: i1, %slot: i32, %phase: i32) attributes {tile.kernel} {
@@ -301,6 +310,7 @@ func.func @tma(%desc: !llvm.ptr, %row: i32, %col: i32, %live: i1, %slot: i32, %p
   %b = "tile.mbarrier_alloc"() {arrivals = 1 : i32} : () -> !bars
   "tile.tma_load"(%r, %slot, %b, %desc, %row, %col, %live) {box = [32 : i32, 64 : i32], swizzle = 128 : i32} : (!ring, i32, !bars, !llvm.ptr, i32, i32, i1) -> ()
   "tile.mbarrier_wait"(%b, %slot, %phase) : (!bars, i32, i32) -> ()
+  "tile.mbarrier_dealloc"(%b) : (!bars) -> ()
   return
 }
 

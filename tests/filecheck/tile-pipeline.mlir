@@ -199,7 +199,8 @@ func.func @wgmma_in_flight(%a: !a, %b: !a, %oa: tensor<128x64xi32>, %ob: tensor<
 // and 1 (4 stages, the dot in flight: 2 ahead). Steady state: wait on the slot's
 // mbarrier at the parity of its use, barrier, dot, then iteration i + 2's copies
 // at the row and column starts evaluated there, then the dot wait. Epilogue:
-// only the last dot's wait (no copy is started for an iteration that does not run).
+// only the last dot's wait (no copy is started for an iteration that does not run),
+// the rings freed and the mbarriers invalidated.
 
 // A tensor map needs a row stride that is a multiple of 16 bytes: with b's stride
 // (argument 6) not known to be one, both loads keep their cp.async copies.
@@ -242,6 +243,10 @@ func.func @wgmma_in_flight(%a: !a, %b: !a, %oa: tensor<128x64xi32>, %ob: tensor<
 // TMA-NEXT: scf.yield %[[W]]
 // TMA-NEXT: }
 // TMA-NEXT: "tile.dot_wait"
+// TMA-NOT: tile.async_wait
+// TMA: "tile.local_dealloc"(%[[RB]])
+// TMA-NEXT: "tile.local_dealloc"(%[[RA]])
+// TMA-NEXT: "tile.mbarrier_dealloc"(%[[BARS]])
 // TMA-NOT: tile.async_wait
 // TMA: return
 
