@@ -175,14 +175,16 @@ def _matmul_example():
     return matmul
 
 
-def tile_impl(kernel: str, shape, num_warps: int | None = None, overrides: dict | None = None):
+def tile_impl(kernel: str, shape, choice=None, overrides: dict | None = None):
     """A function of the inputs that launches the tile kernel with `tile_config` and returns
-    its output. It launches the example's kernel directly, not its wrapper, because the
-    wrappers take no num_warps and some pick their own BLOCK."""
+    its output. `choice` is one of `choices("tile", ...)`: a num_warps (None: the default), or
+    at a matmul point None (one program per output tile) or PERSISTENT. It launches the
+    example's kernel directly, not its wrapper, because the wrappers take no num_warps and
+    some pick their own BLOCK."""
     import torch
 
     vector_add, fused_softmax, layer_norm, arln, patch_gather = _examples()
-    cfg = dict(tile_config(kernel, shape, num_warps, overrides))
+    cfg = dict(tile_config(kernel, shape, None if choice == PERSISTENT else choice, overrides))
     if kernel == "vector_add":
         def run(x, y):
             out, n = torch.empty_like(x), x.numel()
@@ -218,7 +220,7 @@ def tile_impl(kernel: str, shape, num_warps: int | None = None, overrides: dict 
     elif kernel in MATMUL_KERNELS:
         mm = _matmul_example()
 
-        persistent = num_warps == PERSISTENT
+        persistent = choice == PERSISTENT
         if persistent:
             cfg["programs"] = sm_count(torch.device("cuda") if torch.cuda.is_available() else torch.device("meta"))
 
@@ -284,19 +286,20 @@ def reference(kernel: str, inputs):
     raise KeyError(kernel)
 
 
-def triton_impl(kernel: str, shape, num_warps: int | None = None):
-    """The Triton kernel's launch at `num_warps` (None: the default); at a matmul point,
-    `num_warps` is instead an index into TRITON_TUTORIAL_MATMUL_CONFIGS (None: the first)."""
+def triton_impl(kernel: str, shape, choice=None):
+    """The Triton kernel's launch; `choice` is one of `choices("triton", ...)`: a num_warps
+    (None: the default), or at a matmul point an index into TRITON_TUTORIAL_MATMUL_CONFIGS
+    (None: the first)."""
     import triton_kernels as tk  # imported only here: the compile-only pass never needs Triton
 
     if kernel in MATMUL_KERNELS:
-        cfg = triton_matmul_config(num_warps or 0)
+        cfg = triton_matmul_config(choice or 0)
         act = "gelu" if kernel == "matmul_bias_gelu" else "none"
         # no bias for the plain GEMM: Triton's epilogue is optional
         return (lambda a, b, bias: tk.matmul(a, b, bias if act == "gelu" else None, act, cfg)), cfg
-    w = {"num_warps": num_warps}
+    w = {"num_warps": choice}
     fns = {"vector_add": lambda x, y: tk.add(x, y, **w), "softmax": lambda x: tk.softmax(x, **w),
            "layer_norm": lambda x, w_, b: tk.layer_norm(x, w_, b, EPS, **w),
            "add_relu_layernorm": lambda x, r, w_, b: tk.add_relu_layernorm(x, r, w_, b, EPS, **w),
            "patch_gather": lambda v: tk.patch_gather(v, **PATCH, **w)}
-    return fns[kernel], tk.config_for(kernel, shape, num_warps)
+    return fns[kernel], tk.config_for(kernel, shape, choice)
