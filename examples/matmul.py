@@ -81,6 +81,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {K} and {K2}"
+    if programs is not None and programs < 1:
+        raise ValueError(f"programs: a persistent grid needs at least one program, got {programs}")
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     tiles = tile.cdiv(M, BM) * tile.cdiv(N, BN)
     kernel = matmul_kernel if programs is None else persistent_matmul_kernel
