@@ -179,6 +179,26 @@ def config_label(cfg: dict) -> str:
     return str(cfg.get("num_warps"))
 
 
+def too_large(run: dict) -> bool:
+    """Whether a config failed for want of shared memory (a tutorial config of Triton's matmul
+    that does not fit the GPU), which is skipped rather than counted as a failure."""
+    return run["status"] == "error" and "OutOfResources" in run.get("detail", "")
+
+
+def reported_run(runs: list[dict]) -> dict:
+    """The run an implementation is reported with, of those of its configs at one point: the
+    failure that ended them, or else the fastest, with every timed config's time (`tried`)
+    and those skipped as too large for the shared memory (`skipped`)."""
+    ok = [x for x in runs if x["status"] == "ok"]
+    r = runs[-1] if runs[-1]["status"] not in ("ok", "skipped") or not ok else min(ok, key=lambda x: x["ms"])
+    if len(ok) > 1:
+        r["tried"] = {config_label(x["config"]): x["ms"] for x in ok}
+    skipped = [config_label(x["config"]) for x in runs if x["status"] == "skipped"]
+    if skipped:
+        r["skipped"] = skipped
+    return r
+
+
 def _check_and_time(fn, inputs, expected, tol, sync, timing=None) -> dict:
     import torch
 
@@ -252,17 +272,11 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
                 except Exception as e:  # noqa: BLE001
                     runs.append({"status": "error", "detail": "setup: " + "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]})
                     fns.append(None)
-                if runs[-1]["status"] == "error" and "OutOfResources" in runs[-1]["detail"]:
-                    runs[-1]["status"] = "skipped"  # a tutorial config too large for the shared memory, as Triton's autotuner skips it
+                if too_large(runs[-1]):
+                    runs[-1]["status"] = "skipped"  # as Triton's autotuner skips it
                 elif runs[-1]["status"] != "ok":  # every config must pass its check: a failure is the result
                     break
-            ok = [x for x in runs if x["status"] == "ok"]
-            r = runs[-1] if runs[-1]["status"] not in ("ok", "skipped") or not ok else min(ok, key=lambda x: x["ms"])
-            if len(ok) > 1:
-                r["tried"] = {config_label(x["config"]): x["ms"] for x in ok}
-            skipped = [config_label(x["config"]) for x in runs if x["status"] == "skipped"]
-            if skipped:
-                r["skipped"] = skipped
+            r = reported_run(runs)
             if r["status"] == "ok":
                 chosen[impl] = fns[runs.index(r)]
                 if kernel == "matmul" and impl != "torch":
