@@ -36,6 +36,7 @@ import sys
 import time
 import traceback
 
+import report
 from implementations import MATMUL_KERNELS, PATCH, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl
 
 SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
@@ -170,15 +171,6 @@ def compile_only(selected: list[dict], overrides: dict) -> int:
     return 1 if failures else 0
 
 
-def config_label(cfg: dict) -> str:
-    """A matmul config as BMxBNxBK/warps/stages; otherwise its num_warps."""
-    if "BLOCK_M" in cfg or "BM" in cfg:
-        bm, bn, bk = (cfg.get(k, cfg.get(k2)) for k, k2 in (("BLOCK_M", "BM"), ("BLOCK_N", "BN"), ("BLOCK_K", "BK")))
-        persistent = f", persistent on {cfg['programs']}" if "programs" in cfg else ""
-        return f"{bm}x{bn}x{bk}/{cfg['num_warps']}w/{cfg['num_stages']}s{persistent}"
-    return str(cfg.get("num_warps"))
-
-
 def too_large(run: dict) -> bool:
     """Whether a config failed for want of shared memory (a tutorial config of Triton's matmul
     that does not fit the GPU), which is skipped rather than counted as a failure."""
@@ -192,8 +184,8 @@ def reported_run(runs: list[dict]) -> dict:
     ok = [x for x in runs if x["status"] == "ok"]
     r = runs[-1] if runs[-1]["status"] not in ("ok", "skipped") or not ok else min(ok, key=lambda x: x["ms"])
     if len(ok) > 1:
-        r["tried"] = {config_label(x["config"]): x["ms"] for x in ok}
-    skipped = [config_label(x["config"]) for x in runs if x["status"] == "skipped"]
+        r["tried"] = {report.config_label(x["config"]): x["ms"] for x in ok}
+    skipped = [report.config_label(x["config"]) for x in runs if x["status"] == "skipped"]
     if skipped:
         r["skipped"] = skipped
     return r
@@ -225,8 +217,6 @@ def _check_and_time(fn, inputs, expected, tol, sync, timing=None) -> dict:
 
 def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict) -> int:
     import torch
-
-    import report
 
     try:
         from tqdm import tqdm
@@ -341,14 +331,15 @@ def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
             pick = choice.get((impl, n))
             make = ((lambda k: tile_impl(k, shape, pick, overrides)) if impl == "tile"
                     else (lambda k: triton_impl(k, shape, pick)))
-            fns = {k: make(k)[0] for k in MATMUL_KERNELS}
+            impls = {k: make(k) for k in MATMUL_KERNELS}
+            fns = {k: fn for k, (fn, _) in impls.items()}
             rounds = []
             for r in range(2 * MATMUL_ROUNDS):
                 order = list(fns) if r % 2 == 0 else list(fns)[::-1]
                 rounds.append({k: time_ms(lambda: fns[k](a, b, bias), sync, **MATMUL_TIMING)[0] for k in order})
             med = {k: statistics.median(t[k] for t in rounds) for k in fns}
             ratio = statistics.median(t["matmul_bias_gelu"] / t["matmul"] for t in rounds)
-            out.append({"impl": impl, "size": n, "config": config_label(make("matmul")[1]), "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
+            out.append({"impl": impl, "size": n, "config": report.config_label(impls["matmul"][1]), "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
                         "cost_pct": 100 * (ratio - 1), "rounds": rounds})
         del a, b, bias
     return out

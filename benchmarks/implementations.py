@@ -85,13 +85,13 @@ def _elements(cfg: dict) -> int:
 
 
 PERSISTENT = "persistent"  # tile's matmul choice: the example's persistent kernel, one program per SM
-H200_SMS = 132  # the grid of a persistent launch compiled ahead of time on 'meta' tensors
+H200_SMS = 132  # the grid of a persistent launch compiled ahead of time, with no GPU
 
 
-def sm_count(device) -> int:
+def sm_count() -> int:
     import torch
 
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else H200_SMS
+    return torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else H200_SMS
 
 
 def triton_matmul_config(choice: int) -> dict:
@@ -220,22 +220,15 @@ def tile_impl(kernel: str, shape, choice=None, overrides: dict | None = None):
     elif kernel in MATMUL_KERNELS:
         mm = _matmul_example()
 
-        persistent = choice == PERSISTENT
-        if persistent:
-            cfg["programs"] = sm_count(torch.device("cuda") if torch.cuda.is_available() else torch.device("meta"))
+        if choice == PERSISTENT:
+            cfg["programs"] = sm_count()
 
-        # The kernel always loads and adds the bias; the plain case passes a zero bias
-        # vector (make_inputs), which costs ~nothing next to the GEMM (N loads per tile).
+        # The example's wrapper, which takes the kernel options too. The kernel always loads
+        # and adds the bias; the plain case passes a zero bias vector (make_inputs), which
+        # costs ~nothing next to the GEMM (N loads per tile).
         def run(a, b, bias):
-            M, K = a.shape
-            N = b.shape[1]
-            out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-            tiles = ((M + cfg["BM"] - 1) // cfg["BM"]) * ((N + cfg["BN"] - 1) // cfg["BN"])
-            launch = {k: v for k, v in cfg.items() if k != "programs"}
-            kernel = mm.persistent_matmul_kernel if persistent else mm.matmul_kernel
-            kernel[(min(cfg["programs"], tiles) if persistent else tiles,)](
-                a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(), **launch)
-            return out
+            return mm.matmul(a, b, bias, cfg["ACTIVATION"], cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP"],
+                             programs=cfg.get("programs"), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     else:
         raise KeyError(kernel)
     return run, cfg

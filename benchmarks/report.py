@@ -1,7 +1,7 @@
 """Writing a harness run down: per-kernel JSON, a bar chart and a markdown summary.
 
-Kept apart from harness.py so the measuring code stays short; only the GPU pass
-imports it (matplotlib is not needed to fill the cache).
+Kept apart from harness.py so the measuring code stays short; matplotlib is
+imported only to draw the chart (it is not needed to fill the cache).
 """
 
 from __future__ import annotations
@@ -75,6 +75,15 @@ def write_json(out_dir: str, results: list, meta: dict) -> list[str]:
     return paths
 
 
+def config_label(cfg: dict) -> str:
+    """A matmul config as BMxBNxBK/warps/stages (tile's or Triton's names); otherwise its num_warps."""
+    if "BLOCK_M" in cfg or "BM" in cfg:
+        bm, bn, bk = (cfg.get(k, cfg.get(k2)) for k, k2 in (("BLOCK_M", "BM"), ("BLOCK_N", "BN"), ("BLOCK_K", "BK")))
+        persistent = f", persistent on {cfg['programs']}" if "programs" in cfg else ""
+        return f"{bm}x{bn}x{bk}/{cfg['num_warps']}w/{cfg['num_stages']}s{persistent}"
+    return str(cfg.get("num_warps"))
+
+
 def write_markdown(out_dir: str, results: list, meta: dict) -> str:
     bandwidth = [e for e in results if not _is_flops(e)]
     compute = [e for e in results if _is_flops(e)]
@@ -103,8 +112,7 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
             row = f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['dtype']} | " + " | ".join(cells) + f" | {_ratio(e)} | {warps} | `{cfg}` |"
             if triton_configs:
                 t = e["impls"].get("triton") or {}
-                c = t.get("config") or {}
-                label = f"{c.get('BLOCK_M')}x{c.get('BLOCK_N')}x{c.get('BLOCK_K')}/{c.get('num_warps')}w/{c.get('num_stages')}s" if c else "-"
+                label = config_label(t["config"]) if t.get("config") else "-"
                 row += f" {label} ({len(t.get('tried', {})) or 1} timed, {len(t.get('skipped', []))} too large) |"
             lines.append(row)
 

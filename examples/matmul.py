@@ -75,9 +75,10 @@ def persistent_matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s
 
 def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str = "gelu",
            BM: int = 32, BN: int = 32, BK: int = 16, GROUP: int = 4, input_precision: str = "ieee",
-           programs: int | None = None) -> torch.Tensor:
+           programs: int | None = None, **options) -> torch.Tensor:
     """act(a @ b + bias). programs: a persistent grid of that many programs (e.g. the GPU's
-    SM count) instead of one program per output tile."""
+    SM count) instead of one program per output tile. options: the launch's kernel options
+    (num_warps, num_stages)."""
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {K} and {K2}"
@@ -88,7 +89,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str
     kernel = matmul_kernel if programs is None else persistent_matmul_kernel
     kernel[(tiles if programs is None else min(programs, tiles),)](
         a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
-        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision)
+        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision, **options)
     return out
 
 

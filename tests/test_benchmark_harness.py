@@ -59,9 +59,9 @@ def test_too_large_configs_are_skipped_not_failed():
 
 
 def test_config_labels():
-    assert harness.config_label({"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 4, "programs": 132}) == \
+    assert report.config_label({"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 4, "programs": 132}) == \
         "128x256x64/8w/4s, persistent on 132"
-    assert harness.config_label({"BLOCK": 8192, "num_warps": 8}) == "8"
+    assert report.config_label({"BLOCK": 8192, "num_warps": 8}) == "8"
 
 
 def test_markdown_tables(tmp_path):
