@@ -69,6 +69,7 @@ class Translator:
         self.axis = AxisInfo(divisibility)
         self.coords_memo: dict = {}
         self.scratch_bytes = 0
+        self.max_shared = MAX_SHARED
         self.scratch_base = 0  # bytes below it hold long-lived buffers (distributed_async_copy.shared_buffer)
         self.live_buffers: dict[int, int] = {}  # those buffers: start -> end byte
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier

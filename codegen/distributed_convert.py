@@ -16,7 +16,11 @@ instruction. Converted to a `#tile.blocked` layout of 16 bytes per thread
     ld.shared.v4.b32 {...}, [swizzled (row, 8c)]       (per 16-byte run)
 
 The swizzle (16-byte units XOR-ed by the row, `SharedTile`) keeps both sides
-free of bank conflicts. Without a dot the same path serves any 2-D tile of 16-
+free of bank conflicts. Where shared memory is short (a persistent matmul's
+ring stays live through the epilogue, `passes/next_tile_copies.py`), the tile
+goes through in row chunks, one after another through one buffer: chunks by
+bits of the row number that every register of both layouts fixes, so that
+which registers make a chunk is known at compile time (`_RowChunks`). Without a dot the same path serves any 2-D tile of 16-
 or 32-bit elements; other conversions go element by element (`Translator.exchange`).
 
 `op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
@@ -34,6 +38,7 @@ still covers all 32 banks.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, vector
@@ -62,12 +67,19 @@ def _run(dist, unit: int) -> int:
     return min(w, unit)
 
 
-def _accesses(self, dist, tile: SharedTile):
-    """(first register, width, element index in the tile's buffer) of each access."""
+def _accesses(self, dist, tile: SharedTile, chunk=None):
+    """(first register, width, element index in the tile's buffer) of each access; with
+    `chunk` ((`_RowChunks`, number)), of the registers in that chunk, at their rows in it."""
     n = dist.num_registers
-    rows, cols = (elements(c, n) for c in self.coords(dist))
+    rows, cols = self.coords(dist)
     w = _run(dist, tile.unit)
-    return [(r, w, to_index(tile.offset(rows[r], cols[r]))) for r in range(0, n, w)]
+    picked = range(0, n, w)
+    if chunk is not None and chunk[0].count > 1:
+        held = thread_coords(dist, self.threads)[0][0]
+        picked = [r for r in picked if chunk[0].of(int(held[r])) == chunk[1]]
+        rows = chunk[0].rows(rows)
+    rows, cols = elements(rows, n), elements(cols, n)
+    return [(r, w, to_index(tile.offset(rows[r], cols[r]))) for r in picked]
 
 
 def _put(buf, vals: list, r: int, w: int, at, elem):
@@ -86,16 +98,52 @@ def _get(buf, w: int, at, elem) -> list:
     return elements(vector.LoadOp(vty, buf, [at], alignment=w * bits(elem) // 8).result, w)
 
 
-def stage(self, value, tile: SharedTile):
-    """Every register of a 2-D tile into the shared tile (swizzled); vector stores along rows where possible."""
+def stage(self, value, tile: SharedTile, chunk=None):
+    """Every register of a 2-D tile into the shared tile (swizzled); vector stores along rows
+    where possible. With `chunk` (a `_RowChunks` and a chunk number), only that chunk's rows."""
     dist = self.dist(value)
     vals = elements(self.value(value), dist.num_registers)
-    for r, w, at in _accesses(self, dist, tile):
+    for r, w, at in _accesses(self, dist, tile, chunk):
         _put(tile.buf, vals, r, w, at, tile.elem)
 
 
 def _fits(t: ir.RankedTensorType) -> bool:
     return t.rank == 2 and bits(t.element_type) in (16, 32) and t.shape[1] * bits(t.element_type) >= 128
+
+
+@dataclass(frozen=True)
+class _RowChunks:
+    """A tile's rows in `count` chunks by `log2(count)` bits of the row number from `bit` up,
+    chosen so that in each layout every register holds rows of one chunk in every thread:
+    a chunk is then a compile-time set of registers, staged and read back on its own.
+    `rows` maps a row number to its row in the chunk's buffer (those bits taken out)."""
+
+    count: int
+    bit: int
+
+    def of(self, row: int) -> int:
+        return (row >> self.bit) % self.count
+
+    def rows(self, row):
+        n = ir.VectorType(row.type).shape[0]
+        low = arith.andi(row, splat(i32((1 << self.bit) - 1), n))
+        high = arith.shrui(row, splat(i32(self.bit + self.count.bit_length() - 1), n))
+        return arith.ori(low, arith.shli(high, splat(i32(self.bit), n)))
+
+
+def _row_chunks(self, dists, rows: int, fit_rows: int) -> _RowChunks | None:
+    """The fewest chunks of at most `fit_rows` rows that split both layouts' registers (see
+    `_RowChunks`), or None if no bits of the row number do."""
+    count = 1
+    while rows // count > fit_rows:
+        count *= 2
+    if count > rows:
+        return None
+    held = [thread_coords(d, self.threads)[0] for d in dists]
+    for bit in range(rows.bit_length() - count.bit_length() + 1):
+        if all(((r >> bit) % count == (r[:1] >> bit) % count).all() for r in held):
+            return _RowChunks(count, bit)
+    return None
 
 
 def op_tile_convert_layout(self, op):
@@ -104,11 +152,23 @@ def op_tile_convert_layout(self, op):
     if self.rematerializable(src) or not _fits(t):
         return self._remat_own(op)
     rows, cols = t.shape
-    tile = SharedTile(self.scratch(t.element_type, rows * cols, align=1024), i32(0), rows, cols, t.element_type)
-    gpu.barrier()
-    stage(self, src, tile)
-    gpu.barrier()
-    out = [x for _, w, at in _accesses(self, self.dist(op.results[0]), tile) for x in _get(tile.buf, w, at, t.element_type)]
+    src_dist, dst_dist = self.dist(src), self.dist(op.results[0])
+    # Shared memory above the buffers that stay live (a ring the next tile's copies fill):
+    # the tile in as few row chunks as fit, one after another through the same buffer.
+    free = self.max_shared - -(-self.scratch_base // 1024) * 1024
+    chunks = _row_chunks(self, (src_dist, dst_dist), rows, free // (cols * bits(t.element_type) // 8))
+    if chunks is None:
+        raise TileError(f"tile too large: converting a {rows}x{cols} tile between layouts needs more shared memory "
+                        f"than the {free} bytes left: use smaller tiles or fewer stages")
+    tile = SharedTile(self.scratch(t.element_type, rows // chunks.count * cols, align=1024), i32(0),
+                      rows // chunks.count, cols, t.element_type)
+    out = [None] * dst_dist.num_registers
+    for c in range(chunks.count):
+        gpu.barrier()
+        stage(self, src, tile, (chunks, c))
+        gpu.barrier()
+        for r, w, at in _accesses(self, dst_dist, tile, (chunks, c)):
+            out[r : r + w] = _get(tile.buf, w, at, t.element_type)
     self.map[op.results[0]] = from_elements(out, t.element_type)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from mlir import ir
 
 from ..passes.tile_fuse import through_groups
-from .distributed_layout import Distribution
+from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution
 
 _WRAP = 1 << 32
 
@@ -64,10 +64,12 @@ _UNDEFINED_AT = {  # operands for which the op has no defined value: the tile is
 
 def thread_coords(dist: Distribution, num_threads: int) -> list[np.ndarray]:
     """Per dim, the coordinate each thread's registers hold, [threads, registers]: the
-    numbers `Translator.coords` computes at run time."""
-    L = dist.layout
+    numbers `Translator.coords` (and, for tensor-core layouts, `mma_coords`) computes at run time."""
     tid = np.arange(num_threads)[:, None]
     lane, warp = tid % 32, tid // 32
+    if isinstance(dist, MmaDistribution):
+        return _mma_coords(dist, lane, warp)
+    L = dist.layout
     out = []
     for d in range(dist.rank):
         lane_d = lane // dist.lane_shift(d) % L.threads_per_warp[d]
@@ -76,6 +78,19 @@ def thread_coords(dist: Distribution, num_threads: int) -> list[np.ndarray]:
         c = base + np.array([dist.register_offset(d, j[d]) for j in dist.register_indices])[None, :]
         out.append(c % dist.shape[d] if dist.shape[d] % dist.cta(d) else c)
     return out
+
+
+def _mma_coords(dist: MmaDistribution, lane, warp) -> list[np.ndarray]:
+    rows, cols = (np.array(x)[None, :] for x in dist.register_offsets())
+    (tm, tn), group, t = dist.warp_tile, lane >> 2, lane & 3
+    if isinstance(dist, WgmmaDistribution):
+        gn = dist.layout.warpgroups[1]
+        part_m, part_n = (warp >> 2) // gn, (warp >> 2) % gn
+        group = group + (warp & 3) * 16
+    else:
+        wn = dist.layout.warps[1]
+        part_m, part_n = warp // wn, warp % wn
+    return [part_m * tm + group + rows, part_n * tn + 2 * t + cols]
 
 
 def _splat_value(v):

@@ -71,9 +71,10 @@ tensor map the host encodes from the arguments its `tile.tma` entry names),
     }
 
 No drain: a copy is issued only for an iteration that runs, and each is waited for.
-After the loop, `tile.mbarrier_dealloc %bars` invalidates the mbarriers, so that a
-loop around this one (a persistent kernel's, over output tiles) may initialize
-them again.
+After the loop, `tile.mbarrier_dealloc %bars` invalidates the mbarriers. Inside a
+loop over output tiles (a persistent kernel's), the rings and mbarriers instead
+live across that loop, and the next tile's first copies start right after this
+K loop, so that they land while this tile's epilogue runs (`next_tile_copies.py`).
 
 Without TMA, a load of a column-major block gets the same transposed slots, filled
 by `cp.async` copies made in the slot's shape (`transposed_copies.py`).
@@ -82,20 +83,22 @@ by `cp.async` copies made in the slot's shape (`transposed_copies.py`).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu
 
 from ..dialects import pipeline_ops
-from ..dialects.layout import Wgmma, encoding_of
+from ..dialects.layout import Wgmma, element_bits, encoding_of
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, inside
+from .next_tile_copies import outer_slice
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .block_access import match_block
-from .tma_copies import add_descriptor, issue_tma, slot_shape, tma_blocks
+from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
 from .transposed_copies import transposed_copy
 from .walk import all_ops
 
@@ -130,6 +133,12 @@ def _position(block, op) -> int:
     return next(n for n, o in enumerate(block.operations) if o.operation == op)
 
 
+def _bytes(load, b) -> int:
+    """Bytes of one slot of `load`'s ring."""
+    t = ir.RankedTensorType(load.results[0].type)
+    return math.prod(slot_shape(load, b)) * element_bits(t.element_type) // 8
+
+
 def _i32(v: int, ty):
     return arith.ConstantOp(ty, v).result
 
@@ -140,6 +149,7 @@ class TilePipeline:
     num_stages: int = 2
     tma: bool = False  # sm_90a: copy whole blocks with TMA, completing on mbarriers
     divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
+    across_tiles: bool = True  # TMA rings in a loop over tiles: the next tile's first copies before the epilogue
 
     def run(self, module_op):
         if self.num_stages < 2:
@@ -183,8 +193,14 @@ class TilePipeline:
         # Each load's block when its slot holds a transpose: a TMA copy's (any block), or a
         # column-major block's, copied with cp.async in the slot's shape (`transposed_copies.py`).
         per_load = blocks or [_column_major(load) for load, _ in found]
-        # Prologue: rings and the first `ahead` iterations' copies, before the loop.
-        with ir.InsertionPoint(loop), loop.location:
+        # With TMA inside a loop over output tiles, the rings outlive the K loop and the next
+        # tile's first copies start before this one's epilogue (`next_tile_copies.py`).
+        across = blocks and self.across_tiles and outer_slice(loop, start_slice(found, blocks), [
+            x for b in blocks for x in (b.row, b.col)], S * sum(_bytes(load, b) for (load, _), b in zip(found, blocks)))
+        outer, outer_ops = across or (None, [])
+        # Prologue: rings and the first `ahead` iterations' copies, before the loop (the outer one).
+        before = ir.InsertionPoint(outer or loop)
+        with before, loop.location:
             for (load, _), b in zip(found, per_load):
                 elem = ir.RankedTensorType(load.results[0].type).element_type
                 rings.append(pipeline_ops.local_alloc(S, slot_shape(load, b), elem))
@@ -194,9 +210,22 @@ class TilePipeline:
                 issue = functools.partial(issue_tma, found, blocks, rings, bars, descs)
             else:
                 issue = functools.partial(self.issue, found, rings, per_load)
+            first_tile = ()
+            if outer:  # the first tile's
+                t0, t_ub = list(outer.operands)[:2]
+                mapping = {outer.regions[0].blocks[0].arguments[0]: t0}
+                clone_slice(outer_ops, mapping, before)
+                first_tile = (mapping, arith.cmpi(arith.CmpIPredicate.slt, t0, t_ub))
+            its = []
             for s in range(ahead):
-                it = arith.addi(lb, arith.muli(step, _i32(s, ity))) if s else lb
-                issue(_i32(s, ity), it, ub, ir.InsertionPoint(loop))
+                its.append(arith.addi(lb, arith.muli(step, _i32(s, ity))) if s else lb)
+                issue(_i32(s, ity), its[-1], ub, before, *first_tile)
+        if outer:  # K iterations of the tiles before this one: where the ring's slots and phases stand
+            with ir.InsertionPoint(loop), loop.location:
+                t, (t_lb, t_ub, t_step) = outer.regions[0].blocks[0].arguments[0], list(outer.operands)[:3]
+                trips = arith.maxsi(arith.divsi(arith.addi(arith.subi(ub, lb), arith.subi(step, _i32(1, ity))), step),
+                                    _i32(0, ity))
+                base = arith.muli(arith.divsi(arith.subi(t, t_lb), t_step), trips)
         # Steady state: at the top of the body, wait for this iteration's group, read the
         # slots, and start iteration i + ahead in its slot (free: the dots that read it
         # finished before every thread passed the wait's barrier).
@@ -206,6 +235,8 @@ class TilePipeline:
             if not blocks:
                 pipeline_ops.async_wait(ahead - 1)
             i = arith.divsi(arith.subi(iv, lb), step)
+            if outer:
+                i = arith.addi(base, i)
             read = arith.remsi(i, _i32(S, ity))
             if blocks:  # the slot's copies have landed; then every thread is past the slot's old readers
                 pipeline_ops.mbarrier_wait(bars, read, arith.andi(arith.divsi(i, _i32(S, ity)), _i32(1, ity)))
@@ -227,14 +258,26 @@ class TilePipeline:
                     dot.results[0].replace_all_uses_except(waited, waited.owner.operation)
         else:
             issue(write, nxt, ub, top)
+        after_loop = ir.InsertionPoint.after(loop.operation)
+        if outer:  # the next tile's first copies, into the slots after this tile's last
+            with after_loop, loop.location:
+                t_next = arith.addi(t, t_step)
+                mapping = {t: t_next}
+                clone_slice(outer_ops, mapping, after_loop)
+                more = arith.cmpi(arith.CmpIPredicate.slt, t_next, t_ub)
+                done = arith.addi(base, trips)
+                for s, it in enumerate(its):
+                    slot = arith.remsi(arith.addi(done, _i32(s, ity)), _i32(S, ity))
+                    issue(slot, it, ub, after_loop, mapping, more)
         # Epilogue: wait for the last dots, drain the copies still in flight (they copy nothing).
-        with ir.InsertionPoint.after(loop.operation), loop.location:
+        with after_loop, loop.location:
             for dot, n in async_dots:
                 result = loop.results[n]
                 done = pipeline_ops.dot_wait(result, 0)
                 result.replace_all_uses_except(done, done.owner.operation)
             if not blocks:  # (a TMA copy is issued only for an iteration that runs, and waited for)
                 pipeline_ops.async_wait(0)
+        with ir.InsertionPoint.after(outer.operation) if outer else after_loop, loop.location:
             for ring in reversed(rings):  # nothing reads or writes them any more
                 pipeline_ops.local_dealloc(ring)
             if blocks:

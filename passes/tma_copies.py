@@ -83,16 +83,26 @@ def add_descriptor(load, b) -> ir.Value:
     return arg
 
 
-def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip):
-    """The TMA copies of iteration `it` into `slot`: one `tile.tma_load` per load, at the
-    block's start evaluated at `it` (a bound of 0 or less moves it out of bounds: zeros)."""
+def start_slice(found, blocks) -> list:
+    """The ops of the K loop's body that compute the blocks' starts."""
     loop = found[0][0].parent
     body = loop.regions[0].blocks[0]
     starts = [x for b in blocks for x, _ in (b.row, b.col) if x is not None]
-    mapping = {body.arguments[0]: it}
-    clone_slice(body_slice(starts, body, loop, body.arguments[0]) or [], mapping, ip)
+    return body_slice(starts, body, loop, body.arguments[0]) or []
+
+
+def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip, outer=None, also=None):
+    """The TMA copies of iteration `it` into `slot`: one `tile.tma_load` per load, at the
+    block's start evaluated at `it` (a bound of 0 or less moves it out of bounds: zeros).
+    `outer` maps values of an enclosing loop's body to their clones at another of its
+    iterations (`next_tile_copies.py`), whose copies are live only where `also` holds."""
+    body = found[0][0].parent.regions[0].blocks[0]
+    mapping = {**(outer or {}), body.arguments[0]: it}
+    clone_slice(start_slice(found, blocks), mapping, ip)
     with ip:
         live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
+        if also is not None:
+            live = arith.andi(live, also)
         for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
             t, shape = ir.RankedTensorType(load.results[0].type), slot_shape(load, b)
             row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))

@@ -152,19 +152,28 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
         assert "shfl.sync.idx.b32" in ptx
 
 
-def test_persistent_matmul_reinitializes_its_mbarriers(monkeypatch):
-    """A persistent grid's loop over output tiles holds the K loop: each tile's rings and
-    mbarriers are made inside it, and after the K loop the mbarriers are invalidated
-    (mbarrier.inval) before the next tile initializes them again; wgmma on TMA rings, no spills."""
+def test_persistent_matmul_copies_the_next_tile_before_its_epilogue(monkeypatch):
+    """A persistent grid's loop over output tiles holds the K loop. Its rings and mbarriers
+    outlive the loop over tiles (made before it, the mbarriers initialized once and
+    invalidated after it); the first tile's first copies start before that loop, the next
+    tile's right after the K loop, before this tile's epilogue, which converts its
+    accumulator through what is left above the 192 KB ring in two row chunks (four
+    barriers instead of two); wgmma on TMA rings, no spills."""
     cfg = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
     launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, persistent=True, **cfg)
     opt = launcher.asm["tile-opt"]
-    outer, alloc, dealloc = (opt.index(s) for s in ("scf.for", '"tile.mbarrier_alloc"', '"tile.mbarrier_dealloc"'))
+    alloc, first_copy, outer = (opt.index(s) for s in ('"tile.mbarrier_alloc"', '"tile.tma_load"', "scf.for"))
     inner = opt.index("scf.for", outer + 1)
-    assert outer < alloc < inner < dealloc
+    assert alloc < first_copy < outer < inner < opt.index('"tile.store"') < opt.index('"tile.mbarrier_dealloc"')
+    # Two operands: two copies each before the loop over tiles, in the K loop, and for the next tile.
+    assert opt.count('"tile.tma_load"') == 2 * (2 + 1 + 2)
+    # Between the K loop's own dot wait (its last op but the yield) and the wait after it: the next tile's.
+    assert opt[opt.index("{pending = 1 : i32}"):opt.index("{pending = 0 : i32}")].count('"tile.tma_load"') == 4
     ptx = launcher.asm["ptx"]
     assert ptx.count("mbarrier.init.shared.b64") == ptx.count("mbarrier.inval.shared.b64") == cfg["num_stages"]
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx and "cp.async.bulk.tensor.2d" in ptx
+    ring = cfg["num_stages"] * (128 * 64 + 64 * 256) * 2
+    assert launcher.metadata["shared_bytes"] == ring + 128 * 256 * 2 // 2 <= 227 * 1024
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
 

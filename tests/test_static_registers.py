@@ -54,3 +54,41 @@ def test_constant_offset_groups():
     # Registers 0 and 2 differ by 5 in every thread; register 1 by a thread-dependent amount.
     values = np.array([[0, 7, 5], [10, 11, 15], [20, 40, 25]])
     assert constant_offset_groups(values) == [(0, 0), (1, 0), (0, 5)]
+
+
+@pytest.mark.parametrize("layout, shape, warps", [
+    ("wgmma", (128, 256), 8), ("wgmma", (64, 128), 4), ("wgmma", (128, 128), 8), ("mma", (64, 64), 4), ("mma", (128, 64), 8)])
+def test_tensor_core_coordinates_cover_the_tile_once(layout, shape, warps):
+    """thread_coords of an mma or wgmma accumulator (the model the epilogue's row chunks are
+    chosen by) puts every element of the tile in exactly one register of one thread."""
+    from tile.codegen.distributed_layout import MmaDistribution, WgmmaDistribution
+    from tile.codegen.static_registers import thread_coords
+    from tile.dialects.layout import Mma, Wgmma
+
+    kind, dist = (Wgmma, WgmmaDistribution) if layout == "wgmma" else (Mma, MmaDistribution)
+    d = dist(kind.for_shape(list(shape), warps), shape)
+    rows, cols = thread_coords(d, warps * 32)
+    seen = np.zeros(shape, dtype=int)
+    np.add.at(seen, (rows.ravel(), cols.ravel()), 1)
+    assert (seen == 1).all()
+
+
+def test_epilogue_row_chunks_split_both_layouts():
+    """A 128x256 wgmma accumulator (two warpgroups along M) going to 16-byte rows: with
+    room for 64 rows, the two chunks are row bit 3, which both layouts fix per register (a
+    warp holds rows 16w + lane/4 + 8h in wgmma, rows w + 8j in the blocked layout); with
+    room for 32 rows no pair of bits does (bit 4 is the wgmma warp's)."""
+    from types import SimpleNamespace
+
+    from tile.codegen.distributed_convert import _row_chunks
+    from tile.codegen.distributed_layout import Distribution, WgmmaDistribution
+    from tile.dialects.layout import Blocked, Wgmma
+
+    shape = (128, 256)
+    src = WgmmaDistribution(Wgmma.for_shape(list(shape), 8), shape)
+    dst = Distribution(Blocked((1, 8), (1, 32), (8, 1), (1, 0)), shape)
+    translator = SimpleNamespace(threads=256)
+    chunks = _row_chunks(translator, (src, dst), 128, 64)
+    assert (chunks.count, chunks.bit) == (2, 3)
+    assert _row_chunks(translator, (src, dst), 128, 128).count == 1
+    assert _row_chunks(translator, (src, dst), 128, 32) is None

@@ -1,0 +1,70 @@
+"""Copies of the next output tile issued before this one's epilogue, for `tile-pipeline`:
+where a TMA-pipelined K loop sits in a loop over output tiles (a persistent kernel's),
+its rings and mbarriers live across that outer loop, and right after the K loop the
+first copies of the next tile (outer iteration t + step) start, so that they land
+while this tile's epilogue runs instead of after it.
+
+    %ring = tile.local_alloc ; %bars = tile.mbarrier_alloc           (once)
+    <the first tile's first copies: the outer body's slice at t = lb, live if lb < ub>
+    scf.for %t = %lb to %ub step %step {
+      %base = ((t - lb) / step) * nK          ; K iterations before this tile (slot and phase)
+      scf.for %k ... { wait %bars[(base + i) % S], phase ((base + i) / S) & 1 ... }
+      <the next tile's first copies: the slice at t + step, slots (base + nK + s) % S,
+       live if t + step < ub>
+      <epilogue>
+    }
+    tile.local_dealloc %ring ; tile.mbarrier_dealloc %bars
+
+Counting K iterations across tiles (`base`) keeps every slot's mbarrier phase
+running on, so the barriers are initialized once. The slots the next tile's first
+copies fill are those of iterations nK - S .. nK - 3, whose readers every thread
+finished before the last iteration's barrier, as in the steady state.
+
+It applies when the K loop's bounds do not change across tiles (so nK does not),
+the K loop is the only loop in the outer body, and what the copies' starts need from
+the outer body is index arithmetic on the outer induction variable (cloned at t + step).
+The ring then holds shared memory through the epilogue, whose layout conversion
+goes through what is left above it (in row chunks, `distributed_convert.py`);
+a ring larger than `MAX_RING_BYTES` keeps to one tile.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .loop_slice import body_slice, inside
+from .walk import all_ops
+
+MAX_RING_BYTES = 200 * 1024  # of the 227 KB of an H100/H200 block, the rest for the epilogue's exchanges
+_PURE = ("tile.splat", "tile.arange", "tile.broadcast", "tile.reshape", "tile.program_id", "tile.num_programs",
+         "tile.convert_layout", "scf.execute_region", "scf.yield")
+
+
+def outer_slice(loop, inner_ops, starts, ring_bytes: int):
+    """(outer loop, the outer body's ops the copies' starts need, in order) if the copies of
+    `loop` (a K loop whose starts' slice in its body is `inner_ops`) can run a tile ahead; else None."""
+    outer = loop.operation.parent
+    if outer is None or outer.name != "scf.for" or ring_bytes > MAX_RING_BYTES:
+        return None
+    outer_body = outer.regions[0].blocks[0]
+    if any(op.operation != loop.operation and op.name == "scf.for" for op in all_ops(outer) if op != outer):
+        return None
+    if any(not _outside(v, outer) for v in list(loop.operands)[:3]):
+        return None
+    needed = [v for op in inner_ops for inner in all_ops(op) for v in inner.operands]
+    needed += [v for v, _ in starts if v is not None]
+    needed = [v for v in needed if not _outside(v, outer) and not _defined_in(v, loop)]
+    ops = body_slice(needed, outer_body, outer, outer_body.arguments[0])
+    if ops is None or any(not (o.name.startswith("arith.") or o.name in _PURE) for op in ops for o in all_ops(op)):
+        return None
+    return outer, ops
+
+
+def _outside(v, op) -> bool:
+    """Whether v is defined outside op (so it does not change while op runs)."""
+    owner = v.owner.owner if isinstance(v.owner, ir.Block) else v.owner.operation
+    return not inside(owner, op)
+
+
+def _defined_in(v, op) -> bool:
+    return not _outside(v, op)
