@@ -53,7 +53,7 @@ MIN_REPS, MAX_REPS, WARMUP = 20, 2000, 5
 MATMUL_SIZES = (4096, 8192)  # M = N = K
 MATMUL_TOL = {"rtol": 2e-2, "atol": 2e-2}
 MATMUL_TIMING = {"seconds": 0.25, "min_reps": 3, "max_reps": 200, "warmup": 2, "probe": 1}
-MATMUL_ROUNDS = 3  # each implementation's time: the best of 3 medians, taken in turn with the others'
+ROUNDS = 3  # each implementation's time: the best of 3 medians, taken in turn with the others'
 
 
 def cases(smoke: bool = False) -> list[dict]:
@@ -137,6 +137,15 @@ def time_ms(fn, sync, seconds: float = TIMED_SECONDS, min_reps: int = MIN_REPS, 
         e.record()
     sync()
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), reps
+
+
+def same_size_copy(nbytes: int):
+    """A device-to-device copy that reads nbytes / 2 and writes as many (a kernel's bytes moved)."""
+    import torch
+
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
 
 
 def copy_ceiling_gbs() -> float:
@@ -276,14 +285,23 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
                 bar.update(1)
             elif r["status"] != "ok":
                 print(f"{kernel} {shape} {impl}: {r['status']}", flush=True)
-        if n_flops:  # clocks drift under a long tensor-core load: more rounds, implementations interleaved
-            for _ in range(MATMUL_ROUNDS - 1):
-                for impl, fn in chosen.items():
-                    r = entry["impls"][impl]
-                    r.setdefault("round_ms", [r["ms"]]).append(time_ms(lambda: fn(*inputs), sync, **timing)[0])
-            for impl in chosen:
+        # Clocks drift (under a long tensor-core load most): more rounds, the implementations in turn, each
+        # at its best round. A memory-bound point also times a copy of its own bytes in each round: what a
+        # kernel that only moves them reaches at this size (the 1 GiB ceiling hides launch and tail costs).
+        copy = None if n_flops else same_size_copy(entry["bytes"])
+        copy_ms = [time_ms(copy, sync)[0]] if copy else []
+        for _ in range(ROUNDS - 1):
+            for impl, fn in chosen.items():
                 r = entry["impls"][impl]
-                r["ms"] = min(r.get("round_ms", [r["ms"]]))
+                r.setdefault("round_ms", [r["ms"]]).append(time_ms(lambda: fn(*inputs), sync, **(timing or {}))[0])
+            if copy:
+                copy_ms.append(time_ms(copy, sync)[0])
+        for impl in chosen:
+            r = entry["impls"][impl]
+            r["ms"] = min(r.get("round_ms", [r["ms"]]))
+        if copy:
+            entry["copy_gbs"] = entry["bytes"] / (min(copy_ms) * 1e-3) / 1e9
+            del copy
         for r in entry["impls"].values():
             if r["status"] == "ok":
                 r["gbs"] = entry["bytes"] / (r["ms"] * 1e-3) / 1e9
@@ -291,6 +309,7 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
                     r["tflops"] = n_flops / (r["ms"] * 1e-3) / 1e12
                 else:
                     r["pct_of_copy"] = 100 * r["gbs"] / ceiling
+                    r["pct_of_same_size_copy"] = 100 * r["gbs"] / entry["copy_gbs"]
         if n_flops:  # compute-bound: the reference is cuBLAS (torch) in this run, not the copy ceiling
             ref = entry["impls"].get("torch", {})
             for r in entry["impls"].values():
@@ -304,6 +323,9 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     sizes = sorted({e["shape"][0] for e in results if e["kernel"] == "matmul_bias_gelu" and "error" not in e})
     if sizes:
         meta["epilogue"] = epilogue_cost(sizes, overrides, matmul_choice)
+    sizes = sorted({e["shape"][0] for e in results if e["kernel"] == "matmul" and "error" not in e})
+    if sizes:
+        meta["paired"] = paired_matmul(sizes, overrides, matmul_choice)
     report.write_all(out_dir, results, meta)
     bad = [(e["kernel"], e["shape"], i) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]
     bad += [(e["kernel"], e["shape"], "all") for e in results if "error" in e]
@@ -311,10 +333,48 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     return 1 if bad else 0
 
 
+def abba_rounds(fns: dict, args: tuple) -> list[dict]:
+    """2 * ROUNDS rounds of the functions timed back to back on the same inputs, in turn
+    in their order and reversed (ABBA): each round's times, {name: ms}."""
+    import torch
+
+    rounds = []
+    for r in range(2 * ROUNDS):
+        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
+        rounds.append({k: time_ms(lambda: fns[k](*args), torch.cuda.synchronize, **MATMUL_TIMING)[0] for k in order})
+    return rounds
+
+
+def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
+    """tile's plain matmul against Triton's (each with what it was fastest with at that size,
+    `choice`) and torch's, in ABBA rounds (`abba_rounds`): per size, the median over the
+    rounds of Triton's time over tile's and torch's over tile's (their spread: the lowest and
+    highest round). Each point's best-of-rounds figures compare implementations timed
+    seconds apart on a GPU whose clocks drift by several percent under this load; timed
+    back to back, in alternating order, the drift cancels."""
+    import torch
+
+    out = []
+    for n in sizes:
+        shape = (n, n, n)
+        torch.manual_seed(0)
+        args = make_inputs("matmul", shape, torch.bfloat16, "cuda")
+        fns = {"tile": tile_impl("matmul", shape, choice.get(("tile", n)), overrides)[0],
+               "triton": triton_impl("matmul", shape, choice.get(("triton", n)))[0], "torch": torch_impl("matmul")}
+        rounds = abba_rounds(fns, args)
+        entry = {"size": n, "tile_choice": choice.get(("tile", n)) or "one program per tile", "rounds": rounds}
+        for other in ("triton", "torch"):
+            each = sorted(t[other] / t["tile"] for t in rounds)
+            entry[f"vs_{other}"] = {"median": statistics.median(each), "low": each[0], "high": each[-1]}
+        out.append(entry)
+        del args
+    return out
+
+
 def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
     """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile and Triton,
     each with what its plain matmul was fastest with at that size, `choice`) and size: the
-    two kernels timed back to back on the same inputs, 2 * MATMUL_ROUNDS
+    two kernels timed back to back on the same inputs, 2 * ROUNDS
     times, in turn first and second (ABBA), and the cost the median of the rounds' ratios.
     Timed apart, as the matmul points are, the second kernel runs on a GPU that has been
     hot for longer, at lower clocks, and the drift reads as epilogue cost; so does it
@@ -333,10 +393,7 @@ def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
                     else (lambda k: triton_impl(k, shape, pick)))
             impls = {k: make(k) for k in MATMUL_KERNELS}
             fns = {k: fn for k, (fn, _) in impls.items()}
-            rounds = []
-            for r in range(2 * MATMUL_ROUNDS):
-                order = list(fns) if r % 2 == 0 else list(fns)[::-1]
-                rounds.append({k: time_ms(lambda: fns[k](a, b, bias), sync, **MATMUL_TIMING)[0] for k in order})
+            rounds = abba_rounds(fns, (a, b, bias))
             med = {k: statistics.median(t[k] for t in rounds) for k in fns}
             ratio = statistics.median(t["matmul_bias_gelu"] / t["matmul"] for t in rounds)
             out.append({"impl": impl, "size": n, "config": report.config_label(impls["matmul"][1]), "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],

@@ -12,6 +12,10 @@ import sys
 PATCH = {"pt": 2, "st": 2, "ph": 16, "pw": 16}
 EPS = 1e-5
 LAYER_NORM_MAX_BLOCK = 16384  # longer rows are read twice (as in triton_kernels.py)
+# Softmax and layer norm rows up to SHORT_ROW go several a program, ROWS_ELEMENTS elements a program:
+# on the H200 (results/2026-12-04-1512) 1.33x / 2.5x Triton's one-row kernels at 256 columns; at 1024,
+# softmax's one-row kernel was the faster (4126 against 4074 GB/s), layer norm's rows kernel (1.07x).
+SHORT_ROW, ROWS_ELEMENTS = {"softmax": 512, "layer_norm": 1024}, 4096
 MATMUL_KERNELS = ("matmul", "matmul_bias_gelu")
 # The CUDA autotuning list of Triton's matmul tutorial (python/tutorials/03-matrix-multiplication.py,
 # `get_cuda_autotune_config`), fp16 and fp8 entries alike, as (BLOCK_M, BLOCK_N, BLOCK_K, num_warps,
@@ -43,6 +47,10 @@ def tile_config(kernel: str, shape, num_warps: int | None = None, overrides: dic
     per thread: BLOCK / (32 * num_warps) <= 256 (NP * BLOCK for the patch gather)."""
     if kernel == "vector_add":
         cfg = {"BLOCK": 1024, "num_warps": 4}
+    elif shape[-1] <= SHORT_ROW.get(kernel, 0):
+        # Short rows: ROWS a program (the examples' *_rows_kernel), ROWS_ELEMENTS elements a program.
+        block = next_pow2(shape[-1])
+        cfg = {"BLOCK": block, "ROWS": ROWS_ELEMENTS // block, "num_warps": _warps(ROWS_ELEMENTS)}
     elif kernel == "softmax":
         cols = shape[-1]
         if cols <= 32768:  # up to 64 f32 per thread with 16 warps: the row stays in registers
@@ -81,7 +89,7 @@ def tile_config(kernel: str, shape, num_warps: int | None = None, overrides: dic
 
 
 def _elements(cfg: dict) -> int:
-    return cfg["BLOCK"] * cfg.get("NP", 1)
+    return cfg["BLOCK"] * cfg.get("NP", 1) * cfg.get("ROWS", 1)
 
 
 PERSISTENT = "persistent"  # tile's matmul choice: the example's persistent kernel, one program per SM
@@ -193,11 +201,19 @@ def tile_impl(kernel: str, shape, choice=None, overrides: dict | None = None):
     elif kernel == "softmax":
         def run(x):
             out = torch.empty_like(x)
+            if "ROWS" in cfg:
+                fused_softmax.softmax_rows_kernel[(-(-x.shape[0] // cfg["ROWS"]),)](
+                    x, out, x.shape[0], x.shape[1], x.stride(0), out.stride(0), **cfg)
+                return out
             fused_softmax.softmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), out.stride(0), **cfg)
             return out
     elif kernel == "layer_norm":
         def run(x, w, b):
             out = torch.empty_like(x)
+            if "ROWS" in cfg:
+                layer_norm.layer_norm_rows_kernel[(-(-x.shape[0] // cfg["ROWS"]),)](
+                    x, w, b, out, x.shape[0], x.shape[1], x.stride(0), out.stride(0), EPS, **cfg)
+                return out
             layer_norm.layer_norm_kernel[(x.shape[0],)](x, w, b, out, x.shape[1], x.stride(0), out.stride(0), EPS, **cfg)
             return out
     elif kernel == "add_relu_layernorm":

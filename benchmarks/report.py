@@ -98,13 +98,16 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         "Every output was checked against torch before timing; a failed check is shown instead of a number. "
         "tile vs Triton: Triton's time over tile's (above 1x: tile is faster). At the memory-bound points tile "
         "and Triton are each timed with half, the default and twice the default num_warps, and each is "
-        "reported at its best (the warps column: tile / Triton).", "",
+        "reported at its best (the warps column: tile / Triton). Each implementation's time is the best of three "
+        "medians, taken in turn with the others'. Same-size copy: a device-to-device copy of the point's bytes "
+        "(half read, half written), timed in the same rounds, what a kernel that only moves those bytes reaches "
+        "at this size; in parentheses, tile's GB/s as a share of it.", "",
     ]
 
     def table(entries, unit, triton_configs=False):
-        extra = " Triton config (of those tried) |" if triton_configs else ""
+        extra = " Triton config (of those tried) |" if triton_configs else " same-size copy GB/s (tile's %) |"
         lines.extend([f"| kernel | shape | dtype | tile {unit} | Triton {unit} | torch {unit} | tile vs Triton | warps | tile config |" + extra,
-                      "|---|---|---|---|---|---|---|---|---|" + ("---|" if triton_configs else "")])
+                      "|---|---|---|---|---|---|---|---|---|---|"])
         for e in entries:
             cfg = (e["impls"].get("tile") or {}).get("config", "")
             warps = " / ".join(str((e["impls"].get(i) or {}).get("config", {}).get("num_warps", "-")) for i in ("tile", "triton"))
@@ -114,6 +117,10 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                 t = e["impls"].get("triton") or {}
                 label = config_label(t["config"]) if t.get("config") else "-"
                 row += f" {label} ({len(t.get('tried', {})) or 1} timed, {len(t.get('skipped', []))} too large) |"
+            else:
+                t = e["impls"].get("tile") or {}
+                pct = f" ({t['pct_of_same_size_copy']:.1f}%)" if "pct_of_same_size_copy" in t else ""
+                row += f" {e['copy_gbs']:.0f}{pct} |" if "copy_gbs" in e else " - |"
             lines.append(row)
 
     if bandwidth:
@@ -131,6 +138,17 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "as its autotuner skips them); tile at its one config, one program per output tile or a "
                   "persistent grid of one program per SM (`programs` in its config), whichever is faster.", ""]
         table(compute, "TFLOP/s", triton_configs=True)
+    if meta.get("paired"):
+        lines += ["", "## Matmul in paired rounds (ABBA)", "",
+                  "tile's plain matmul (with what it was fastest with above), Triton's (its fastest config) and "
+                  "torch's, timed back to back on the same inputs in rounds that alternate the order, so that "
+                  "clock drift cancels: per size, the median over the rounds of the other's time over tile's "
+                  "(above 1x: tile is faster), and its spread (the lowest and highest round).", "",
+                  "| size | tile | tile vs Triton | rounds | tile vs torch (cuBLAS) | rounds |", "|---|---|---|---|---|---|"]
+        for x in meta["paired"]:
+            t, c = x["vs_triton"], x["vs_torch"]
+            lines.append(f"| {x['size']}³ | {x['tile_choice']} | {t['median']:.3f}x | {t['low']:.3f}x to {t['high']:.3f}x | "
+                         f"{c['median']:.3f}x | {c['low']:.3f}x to {c['high']:.3f}x |")
     if meta.get("epilogue"):
         lines += ["", "## Epilogue cost (ABBA rounds)", "",
                   "The bias+gelu kernel's time over the plain GEMM's: the two timed back to back on the same inputs, "

@@ -53,6 +53,8 @@ from .register_vectors import i32_vector as _ivec
 from .register_vectors import linear_index
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
+from .held_registers import broadcast_coords, defer, held_at, only_read_through, reshape_coords
+from .static_registers import thread_coords
 
 MAX_SHARED = 227 * 1024
 MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
@@ -75,6 +77,8 @@ class Translator:
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
         self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
+        self.partials: dict = {}  # reduce result -> (partial values, their coordinates per thread): held_registers.py
+        self.deferred: dict = {}  # value -> (how to make it, the block it was deferred in): held_registers.defer
         self.async_tokens: list = []  # cp.async copies since the last commit (distributed_async_copy.py)
         self.tma_issuer = 0  # the warp whose lane 0 issues the next TMA copy (distributed_tma.py)
         dots = [o for o in all_ops(fn) if o.name == "tile.dot"]
@@ -187,12 +191,16 @@ class Translator:
             return all(self.rematerializable(o, depth + 1) or not isinstance(o.type, ir.RankedTensorType) for o in op.operands)
         return False
 
-    def eval_at(self, v, coords: list, n: int):
-        """The values of tile v at the given per-dim coordinate vectors (n registers)."""
+    def eval_at(self, v, coords: list, n: int, static: list | None = None):
+        """The values of tile v at the given per-dim coordinate vectors (n registers); `static`,
+        the same coordinates as numbers per thread ([threads, n] a dim), where known."""
         v = through_groups(v)  # recomputable values stay so across fusion groups
         t = ir.RankedTensorType(v.type)
         shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in _REMAT
         if not shape_op and not self.rematerializable(v):
+            held = held_at(self, v, coords, n, static) if static is not None else None
+            if held is not None:  # every thread holds what it needs: no shared memory
+                return held
             src_dist = self.dist(v)
             lin = linear_index(coords, row_major_strides(src_dist.shape), n)
             return self.exchange(self.value(v), src_dist, self.coords(src_dist), t.element_type, lin, n)
@@ -206,11 +214,12 @@ class Translator:
             return arith.ConstantOp(ir.VectorType.get([n], t.element_type), ir.DenseElementsAttr.get_splat(
                 ir.VectorType.get([n], t.element_type), attr.get_splat_value())).result
         if op.name == "tile.convert_layout":
-            return self.eval_at(op.operands[0], coords, n)
+            return self.eval_at(op.operands[0], coords, n, static)
         if op.name == "tile.broadcast":
             src_shape = ir.RankedTensorType(op.operands[0].type).shape
             zero = _splat(_i32(0), n)
-            return self.eval_at(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], n)
+            static = static and broadcast_coords(static, src_shape)
+            return self.eval_at(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], n, static)
         if op.name == "tile.reshape":
             src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
             lin = linear_index(coords, row_major_strides(list(t.shape)), n)
@@ -218,8 +227,10 @@ class Translator:
             for d in range(len(src_shape) - 1, -1, -1):
                 src_coords[d] = arith.remui(lin, _splat(_i32(src_shape[d]), n))
                 lin = arith.divui(lin, _splat(_i32(src_shape[d]), n))
-            return self.eval_at(op.operands[0], src_coords, n)
-        operands = [self.eval_at(o, coords, n) if isinstance(o.type, ir.RankedTensorType) else self.value(o) for o in op.operands]
+            static = static and reshape_coords(static, list(t.shape), src_shape)
+            return self.eval_at(op.operands[0], src_coords, n, static)
+        operands = [self.eval_at(o, coords, n, static) if isinstance(o.type, ir.RankedTensorType) else self.value(o)
+                    for o in op.operands]
         return self.clone_elementwise(op, operands, n)
 
     def uniform_run(self, op) -> int:
@@ -247,7 +258,14 @@ class Translator:
 
     # ---- translation ---------------------------------------------------------------
     def value(self, v):
-        return self.map[v]
+        got = self.map[v]
+        if got is None and v in self.deferred:  # held_registers.defer: made where first asked for
+            make, block = self.deferred[v]
+            got = make()
+            if ir.InsertionPoint.current.block == block:  # (elsewhere it would not dominate later uses)
+                self.map[v] = got
+                del self.deferred[v]
+        return got
 
     def block(self, old_block):
         for op in old_block.operations:
@@ -269,16 +287,9 @@ class Translator:
                 return handler(op)
             tensors = any(isinstance(v.type, ir.RankedTensorType) for v in [*op.operands, *op.results])
             if name.startswith(("arith.", "math.")) and tensors and not op.regions:
-                n = self.dist(op.results[0]).num_registers
-                run = self.uniform_run(op)
-                if run > 1:  # e.g. a mask that axis info proves equal along each run: one compare per run
-                    starts = [_from_elements(_elements(self.value(o), n)[::run], ir.VectorType(self.vtype(o)).element_type)
-                              for o in op.operands]
-                    few = _elements(self.clone_elementwise(op, starts, n // run), n // run)
-                    elem = ir.RankedTensorType(op.results[0].type).element_type
-                    self.map[op.results[0]] = _from_elements([v for v in few for _ in range(run)], elem)
-                    return
-                self.map[op.results[0]] = self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
+                if only_read_through(op.results[0]):  # (a row's mean, read back along the row)
+                    return defer(self, op.results[0], lambda: self.elementwise(op))
+                self.map[op.results[0]] = self.elementwise(op)
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
@@ -291,6 +302,18 @@ class Translator:
             for a, b in zip(op.results, new.results):
                 self.map[a] = b
 
+    def elementwise(self, op):
+        """An elementwise op on tiles, register by register."""
+        n = self.dist(op.results[0]).num_registers
+        run = self.uniform_run(op)
+        if run > 1:  # e.g. a mask that axis info proves equal along each run: one compare per run
+            starts = [_from_elements(_elements(self.value(o), n)[::run], ir.VectorType(self.vtype(o)).element_type)
+                      for o in op.operands]
+            few = _elements(self.clone_elementwise(op, starts, n // run), n // run)
+            elem = ir.RankedTensorType(op.results[0].type).element_type
+            return _from_elements([v for v in few for _ in range(run)], elem)
+        return self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
+
     def op_arith_constant(self, op):
         t = op.results[0].type
         if isinstance(t, ir.RankedTensorType):
@@ -299,8 +322,16 @@ class Translator:
             self.map[op.results[0]] = arith.ConstantOp(t, op.attributes["value"]).result
 
     def _remat_own(self, op):
-        d = self.dist(op.results[0])
-        self.map[op.results[0]] = self.eval_at(op.results[0], self.coords(d), d.num_registers)
+        result = op.results[0]
+        d = self.dist(result)
+
+        def make():
+            return self.eval_at(result, self.coords(d), d.num_registers, thread_coords(d, self.threads))
+
+        if op.name in ("tile.broadcast", "tile.reshape") and only_read_through(result):
+            defer(self, result, make)  # its users read through it to its operand
+        else:
+            self.map[result] = make()
 
     op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = _remat_own
 

@@ -21,7 +21,9 @@ from mlir.dialects import arith, gpu, memref
 
 from .convert_tile_to_linalg import combine, to_index
 from .distributed_layout import Distribution, row_major_strides
+from .held_registers import defer, only_read_through, pick
 from .register_vectors import elements, from_elements, i32, linear_index
+from .static_registers import thread_coords
 
 
 def _effective(dist: Distribution, axis: int) -> tuple[int, int]:
@@ -109,6 +111,27 @@ def op_tile_reduce(self, op):
     if not out_shape and warps == 1:
         self.map[result] = next(iter(partials.values()))[0]
         return
+    if warps == 1:  # each thread holds whole results for its rows: broadcasts back may read them there
+        held = thread_coords(dist, self.threads)
+        firsts = [r for _, r in partials.values()]
+        values, where = [v for v, _ in partials.values()], [held[d][:, firsts] for d in range(dist.rank) if d != axis]
+        self.partials[result] = (values, where)
+        picked = pick(where, thread_coords(self.dist(result), self.threads))
+        if picked is not None:  # the result's layout is a slice of this one: its registers are partials
+            self.map[result] = from_elements([values[i] for i in picked], elem)
+            return
+        if only_read_through(result):
+            defer(self, result, lambda: _into_layout(self, op, dist, axis, kind, elem, partials, coords, warps, out_shape))
+            return
+    made = _into_layout(self, op, dist, axis, kind, elem, partials, coords, warps, out_shape)
+    if made is not None:
+        self.map[result] = made
+
+
+def _into_layout(self, op, dist, axis, kind, elem, partials, coords, warps, out_shape):
+    """Step 3: the partials into the result's layout (combined across warps), through shared
+    memory; the result's value (a scalar one across warps is mapped by `_scalar_across_warps`)."""
+    result = op.results[0]
     count = math.prod(out_shape)
     out_strides = row_major_strides(out_shape)
     warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(dist.layout.warps_per_cta[axis]))
@@ -127,8 +150,7 @@ def op_tile_reduce(self, op):
         acc = memref.LoadOp(buf, [to_index(i32(0))]).result
         for w in range(1, warps):
             acc = combine(kind, elem, acc, memref.LoadOp(buf, [to_index(i32(w * count))]).result)
-        self.map[result] = acc
-        return
+        return acc
     rdist = self.dist(result)
     out = []
     for lin in elements(linear_index(self.coords(rdist), out_strides, rdist.num_registers), rdist.num_registers):
@@ -136,7 +158,7 @@ def op_tile_reduce(self, op):
         for w in range(1, warps):
             acc = combine(kind, elem, acc, memref.LoadOp(buf, [to_index(arith.addi(lin, i32(w * count)))]).result)
         out.append(acc)
-    self.map[result] = from_elements(out, elem)
+    return from_elements(out, elem)
 
 
 __all__ = ["op_tile_reduce"]

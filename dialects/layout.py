@@ -5,7 +5,7 @@ A blocked layout says how a tile is spread over one program's threads:
     #tile.blocked<[1, 4], [4, 8], [4, 1], [1, 0]>
                   |       |       |       order: dims from fastest to slowest
                   |       |       warps per program, per dim
-                  |       threads per warp, per dim (product 32)
+                  |       threads per warp, per dim (product 32; less in a slice, whose lanes hold copies)
                   elements each thread holds contiguously, per dim
 
 A `dot`'s accumulator takes a tensor-core layout instead: `#tile.mma<[2, 2]>`
@@ -74,6 +74,19 @@ class Blocked:
 
     def attr(self) -> ir.Attribute:
         return ir.Attribute.parse(str(self))
+
+    def slice(self, keep: int) -> "Blocked | None":
+        """The 1-D layout of dim `keep` of this 2-D layout: each thread holds the coordinates
+        along `keep` it holds here (lanes and warps along the other dim hold copies). None
+        where a 1-D layout cannot say it: `keep` has several lanes (or warps) but is not the
+        fastest-varying dim of the lane (warp) id."""
+        if len(self.order) != 2:
+            return None
+        first = self.order[0]
+        if keep != first and (self.threads_per_warp[keep] > 1 and self.threads_per_warp[first] > 1
+                              or self.warps_per_cta[keep] > 1 and self.warps_per_cta[first] > 1):
+            return None
+        return Blocked((self.size_per_thread[keep],), (self.threads_per_warp[keep],), (self.warps_per_cta[keep],), (0,))
 
     @staticmethod
     def parse(attr: ir.Attribute) -> "Blocked | None":

@@ -26,6 +26,13 @@ but 16 bytes in the blocked layout, so the stores become whole rows per warp
 Reductions run on blocked layouts: a tensor-core tile reduced (the row maxima
 and sums of attention scores) is converted to its shape's blocked layout first.
 
+A shape broadcast into a blocked 2-D tile (R x 1 or 1 x C: a row's statistics, a
+column vector) takes that tile's layout, and the 1-D shape of R (or C) its slice:
+the layout of that dim alone, whose other lanes and warps hold copies, as
+Triton's slice layouts (`_sliced_shapes`). A reduction along a row then leaves
+each row where the broadcast back reads it, and the codegen picks the registers
+instead of going through shared memory (`codegen/held_registers.py`).
+
 A `tile.gather`'s index takes the layout of its result (a thread reads the
 elements its index registers name); its source keeps its own.
 
@@ -97,13 +104,17 @@ class TileAssignLayouts:
         # Tiles shaped like a dot's accumulator take the tensor-core accumulator layout.
         dots = [op for op in ops if op.name == "tile.dot"]
         mma = {tuple(ir.RankedTensorType(op.results[0].type).shape): self.accumulator_layout(op) for op in reversed(dots)}
+
+        def by_shape(shape):
+            return mma.get(tuple(shape)) or Blocked.default(list(shape), bits.get(tuple(shape), 32), self.num_warps)
+
+        # (Not in tensor-core kernels, whose tiles meet mma layouts, not slices, at their broadcasts.)
+        sliced = _sliced_shapes(ops, by_shape) if not dots else {}
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
-                    shape = list(ir.RankedTensorType(v.type).shape)
-                    layout = mma.get(tuple(shape))
-                    layout = layout or Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
-                    v.set_type(with_encoding(v.type, layout))
+                    shape = tuple(ir.RankedTensorType(v.type).shape)
+                    v.set_type(with_encoding(v.type, sliced.get(shape) or by_shape(shape)))
         # Keep the signature in step with the entry block's arguments.
         entry = fn.regions[0].blocks[0]
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
@@ -164,6 +175,34 @@ class TileAssignLayouts:
         blocked = Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)
         with ir.InsertionPoint(op), op.location:
             op.operands[operand] = tile_ops.convert_layout(value, with_encoding(value.type, blocked))
+
+
+def _sliced_shapes(ops, by_shape) -> dict:
+    """Layouts for the shapes broadcast into a blocked 2-D tile (a row's statistics, a
+    column vector), so that a thread holds the elements it broadcasts, as Triton's slice
+    layouts do: an R x 1 (or 1 x C) shape takes the 2-D tile's layout, and the 1-D shape of
+    R (or C) its slice, the layout of that dim alone. A shape that would get two is left to
+    its default.
+
+        # before: rows reduced, then read back along each row (through shared memory)
+        %m = "tile.reduce"(%x) {axis = 1} : (tensor<16x256xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>)
+               -> tensor<16xf32, #tile.blocked<[1], [32], [4], [0]>>
+        # after: each warp's rows, in every lane (held where the reduction leaves them)
+               -> tensor<16xf32, #tile.blocked<[1], [1], [4], [0]>>
+    """
+    found: dict = {}
+    for op in ops:
+        if op.name != "tile.broadcast":
+            continue
+        src, dst = (tuple(ir.RankedTensorType(v.type).shape) for v in (op.operands[0], op.results[0]))
+        parent = by_shape(dst)
+        if len(dst) != 2 or not isinstance(parent, Blocked) or src.count(1) != 1:
+            continue
+        keep = 0 if src[1] == 1 else 1
+        for shape, layout in ((src, parent), ((dst[keep],), parent.slice(keep))):
+            if layout is not None:
+                found.setdefault(shape, set()).add(layout)
+    return {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1}
 
 
 def _stores_by_pairs(store, axis) -> bool:

@@ -58,6 +58,15 @@ def test_too_large_configs_are_skipped_not_failed():
     assert not harness.too_large({"status": "mismatch", "detail": "OutOfResources in a message about numbers"})
 
 
+def test_short_rows_go_several_a_program():
+    """Softmax and layer norm rows up to SHORT_ROW: the rows kernels, ROWS_ELEMENTS elements a program."""
+    cfg = implementations.tile_config("softmax", (262144, 256))
+    assert cfg["ROWS"] * cfg["BLOCK"] == implementations.ROWS_ELEMENTS and cfg["BLOCK"] == 256
+    assert implementations.tile_config("layer_norm", (131072, 1000))["ROWS"] == implementations.ROWS_ELEMENTS // 1024
+    assert "ROWS" not in implementations.tile_config("softmax", (32768, 2048))
+    assert "ROWS" not in implementations.tile_config("softmax", (65536, 1024))
+
+
 def test_config_labels():
     assert report.config_label({"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 4, "programs": 132}) == \
         "128x256x64/8w/4s, persistent on 132"
@@ -76,9 +85,19 @@ def test_markdown_tables(tmp_path):
     meta = report.run_metadata("harness.py", 4000.0, 1 << 30)
     meta["epilogue"] = [{"impl": "tile", "size": 4096, "config": "128x256x64/8w/4s", "plain_ms": 0.18, "gelu_ms": 0.185,
                          "cost_pct": 2.7, "rounds": [{"matmul": 0.18, "matmul_bias_gelu": 0.185}]}]
-    report.write_markdown(str(tmp_path), [entry], meta)
+    def gbs(ms, warps, copy_pct):
+        return {"status": "ok", "ms": ms, "gbs": 4000 * 0.1 / ms, "pct_of_copy": 0.4 / ms / 0.04,
+                "pct_of_same_size_copy": copy_pct, "config": {"num_warps": warps}}
+
+    softmax = {"kernel": "softmax", "shape": [16384, 4096], "dtype": "float32", "group": "main", "bytes": 1, "copy_gbs": 4100.0,
+               "impls": {"tile": gbs(0.1, 16, 97.56), "triton": gbs(0.1, 16, 97.56), "torch": gbs(0.16, 4, 61.0)}}
+    meta["paired"] = [{"size": 4096, "tile_choice": "persistent", "vs_triton": {"median": 1.021, "low": 0.995, "high": 1.04},
+                       "vs_torch": {"median": 0.95, "low": 0.94, "high": 0.96}}]
+    report.write_markdown(str(tmp_path), [softmax, entry], meta)
     text = (tmp_path / "summary.md").read_text()
+    assert "| softmax | 16384x4096 | float32 | 4000 (100%) | 4000 (100%) | 2500 (62%) | 1.00x | 16 / 16 | `{'num_warps': 16}` | 4100 (97.6%) |" in text
     assert "| matmul | 4096x4096x4096 | bfloat16 |" in text
     assert "1.06x" in text  # Triton's time over tile's
     assert "128x256x64/8w/3s (2 timed, 1 too large)" in text
     assert "| tile | 4096³ | 128x256x64/8w/4s | 0.1800 | 0.1850 | 2.7% |" in text
+    assert "| 4096³ | persistent | 1.021x | 0.995x to 1.040x | 0.950x | 0.940x to 0.960x |" in text

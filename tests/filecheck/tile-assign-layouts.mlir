@@ -210,3 +210,43 @@ func.func @reduce_scores(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>, %acc: ten
   %m = "tile.reduce"(%s) {axis = 1 : i32, kind = "max"} : (tensor<64x64xf32>) -> tensor<64xf32>
   return %m : tensor<64xf32>
 }
+
+// -----
+
+// Row statistics read back along the rows (a softmax of 16 short rows): the 16 x 256
+// f32 tile is 4 a thread along dim 1, its 32 lanes along dim 1 and its warps along dim
+// 0. The 16 x 1 shape broadcast into it takes its layout, and the 1-D shape of 16 (the
+// reduction's result, the reshape's operand) its slice along dim 0: one row a warp and
+// register, every lane holding it (lanes 1), so the broadcast reads registers the
+// reduction left in each thread. The 1-D shape of 256 (a column vector) takes the slice
+// along dim 1: 4 a thread, 32 lanes, every warp holding it.
+
+!m2 = memref<?x?xf32, strided<[?, ?], offset: ?>>
+!v1 = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @row_statistics
+// W4: %[[X:.*]] = "tile.load"{{.*}} -> tensor<16x256xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>
+// W4: %[[M:.*]] = "tile.reduce"(%[[X]]) {axis = 1 : i32, kind = "max"} : (tensor<16x256xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>) -> tensor<16xf32, #tile.blocked<[1], [1], [4], [0]>>
+// W4: %[[M2:.*]] = "tile.reshape"(%[[M]]) : (tensor<16xf32, #tile.blocked<[1], [1], [4], [0]>>) -> tensor<16x1xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>
+// W4: "tile.broadcast"(%[[M2]]) : (tensor<16x1xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>) -> tensor<16x256xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>
+// W4: %[[W:.*]] = "tile.load"{{.*}} -> tensor<256xf32, #tile.blocked<[4], [32], [1], [0]>>
+// W4: "tile.reshape"(%[[W]]) : (tensor<256xf32, #tile.blocked<[4], [32], [1], [0]>>) -> tensor<1x256xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>
+// CHECK-NOT: tile.convert_layout
+func.func @row_statistics(%x: !m2, %w: !v1, %off: tensor<16x256xi32>, %m: tensor<16x256xi1>, %n: i32) -> tensor<16x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %woff = "tile.arange"() {start = 0 : i32, end = 256 : i32} : () -> tensor<256xi32>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<256xi32>
+  %wm = arith.cmpi slt, %woff, %ns : tensor<256xi32>
+  %z = "tile.splat"(%zero) : (f32) -> tensor<16x256xf32>
+  %v = "tile.load"(%x, %off, %m, %z) : (!m2, tensor<16x256xi32>, tensor<16x256xi1>, tensor<16x256xf32>) -> tensor<16x256xf32>
+  %max = "tile.reduce"(%v) {axis = 1 : i32, kind = "max"} : (tensor<16x256xf32>) -> tensor<16xf32>
+  %max2 = "tile.reshape"(%max) : (tensor<16xf32>) -> tensor<16x1xf32>
+  %maxb = "tile.broadcast"(%max2) : (tensor<16x1xf32>) -> tensor<16x256xf32>
+  %d = arith.subf %v, %maxb : tensor<16x256xf32>
+  %z1 = "tile.splat"(%zero) : (f32) -> tensor<256xf32>
+  %wv = "tile.load"(%w, %woff, %wm, %z1) : (!v1, tensor<256xi32>, tensor<256xi1>, tensor<256xf32>) -> tensor<256xf32>
+  %wv2 = "tile.reshape"(%wv) : (tensor<256xf32>) -> tensor<1x256xf32>
+  %wvb = "tile.broadcast"(%wv2) : (tensor<1x256xf32>) -> tensor<16x256xf32>
+  %y = arith.mulf %d, %wvb : tensor<16x256xf32>
+  return %y : tensor<16x256xf32>
+}

@@ -1,0 +1,120 @@
+"""Serving a tile's elements from registers the thread already holds (methods and
+helpers of the GPU `Translator`).
+
+A broadcast or reshape reads its operand at other coordinates (a row's maximum,
+reduced along the row, broadcast back over it: `x - tile.max(x, axis=1)[:, None]`);
+`Translator.eval_at` otherwise gets such elements through shared memory
+(`exchange`). Where every thread already holds each element it needs, in a
+register that is the same one in every thread, the result is just those
+registers, picked at compile time: no shared memory, no barrier. This is what
+Triton's slice layouts give: a row reduced along lanes stays in the lanes that
+reduced it (after the butterfly every one of them holds it).
+
+The check is numeric, over every thread at once (`static_registers.thread_coords`
+gives each thread's coordinates per register). A reduction's own result is
+materialized in its layout (through shared memory) only if something needs it
+there: a reduction whose users are all broadcasts and reshapes is deferred
+(`defer`), and so is a broadcast or reshape whose users are too, since
+`eval_at` reads through them to their operand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from .register_vectors import elements, from_elements
+from .static_registers import thread_coords
+
+MAX_CELLS = 1 << 24  # threads x wanted x held registers compared, per dim: bigger tiles keep to shared memory
+_READ_THROUGH = ("tile.broadcast", "tile.reshape")  # lowered by eval_at, which reads their operand
+
+
+def pick(held: list[np.ndarray], want: list[np.ndarray]) -> list[int] | None:
+    """Per wanted register, a held register that holds the wanted element in every thread
+    (held, want: per dim, coordinates [threads, registers]); None if some has none."""
+    threads, n_held = held[0].shape
+    n_want = want[0].shape[1]
+    if threads * n_held * n_want > MAX_CELLS:
+        return None
+    ok = np.ones((n_want, n_held), dtype=bool)
+    for h, w in zip(held, want):
+        ok &= (w[:, :, None] == h[:, None, :]).all(axis=0)
+    if not ok.any(axis=1).all():
+        return None
+    return ok.argmax(axis=1).tolist()
+
+
+def broadcast_coords(coords: list[np.ndarray], src_shape) -> list[np.ndarray]:
+    """The operand's coordinates a broadcast reads: 0 along its size-1 dims."""
+    return [np.zeros_like(c) if s == 1 else c for c, s in zip(coords, src_shape)]
+
+
+def reshape_coords(coords: list[np.ndarray], shape, src_shape) -> list[np.ndarray]:
+    """The operand's coordinates a reshape reads: the same row-major linear position."""
+    lin = np.zeros_like(coords[0])
+    for c, s in zip(coords, shape):
+        lin = lin * s + c
+    out = [None] * len(src_shape)
+    for d in range(len(src_shape) - 1, -1, -1):
+        out[d], lin = lin % src_shape[d], lin // src_shape[d]
+    return out
+
+
+def only_read_through(value) -> bool:
+    """Whether every user of value is a broadcast or reshape (which `eval_at` reads through)."""
+    users = [u.owner for u in value.uses]
+    return bool(users) and all(u.name in _READ_THROUGH for u in users)
+
+
+def defer(self, value, materialize) -> None:
+    """Leave value unmaterialized: `materialize()` makes it if something asks for it
+    (`Translator.value`), kept for later uses in the block it was deferred in."""
+    self.map[value] = None
+    self.deferred[value] = (materialize, ir.InsertionPoint.current.block)
+
+
+def _elementwise(op) -> bool:
+    return op.name.startswith(("arith.", "math.")) and not op.regions
+
+
+def servable(self, v, want: list[np.ndarray]) -> bool:
+    """Whether v at the coordinates `want` can come from registers each thread holds: v is
+    recomputable, or a reduction's partials or v's own registers hold every element
+    (`pick`), or v is elementwise, or a broadcast, reshape or layout change, of such values."""
+    if self.rematerializable(v):
+        return True
+    if v in self.partials:
+        return pick(self.partials[v][1], want) is not None
+    op = None if isinstance(v.owner, ir.Block) else v.owner.operation
+    if op is not None and op.name == "tile.broadcast":
+        return servable(self, op.operands[0], broadcast_coords(want, ir.RankedTensorType(op.operands[0].type).shape))
+    if op is not None and op.name == "tile.reshape":
+        src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
+        return servable(self, op.operands[0], reshape_coords(want, list(ir.RankedTensorType(v.type).shape), src_shape))
+    if op is not None and op.name == "tile.convert_layout":
+        return servable(self, op.operands[0], want)
+    if self.map.get(v) is not None:
+        return pick(thread_coords(self.dist(v), self.threads), want) is not None
+    if op is not None and _elementwise(op):
+        return all(servable(self, o, want) for o in op.operands if isinstance(o.type, ir.RankedTensorType))
+    return False
+
+
+def held_at(self, v, coords: list, n: int, want: list[np.ndarray]):
+    """v at `coords` (and numerically `want`, [threads, n] a dim) from registers each thread
+    holds, where `servable`; else None (the caller goes through shared memory)."""
+    if not servable(self, v, want):
+        return None
+    elem = ir.RankedTensorType(v.type).element_type
+    if v in self.partials:
+        values, held = self.partials[v]
+    elif self.map.get(v) is not None:
+        dist = self.dist(v)
+        values, held = elements(self.value(v), dist.num_registers), thread_coords(dist, self.threads)
+    else:  # elementwise: each operand at these coordinates, then the op register by register
+        op = v.owner.operation
+        operands = [self.eval_at(o, coords, n, want) if isinstance(o.type, ir.RankedTensorType) else self.value(o)
+                    for o in op.operands]
+        return self.clone_elementwise(op, operands, n)
+    return from_elements([values[i] for i in pick(held, want)], elem)
