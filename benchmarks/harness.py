@@ -37,7 +37,7 @@ import time
 import traceback
 
 import report
-from implementations import MATMUL_KERNELS, PATCH, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl
+from implementations import MATMUL_KERNELS, PATCH, PERSISTENT, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl
 
 SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
 SWEEP_BYTES = 256 << 20
@@ -346,12 +346,13 @@ def abba_rounds(fns: dict, args: tuple) -> list[dict]:
 
 
 def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
-    """tile's plain matmul against Triton's (each with what it was fastest with at that size,
-    `choice`) and torch's, in ABBA rounds (`abba_rounds`): per size, the median over the
-    rounds of Triton's time over tile's and torch's over tile's (their spread: the lowest and
-    highest round). Each point's best-of-rounds figures compare implementations timed
-    seconds apart on a GPU whose clocks drift by several percent under this load; timed
-    back to back, in alternating order, the drift cancels."""
+    """tile's plain matmul, both ways (one program per tile, and persistent), against Triton's
+    (at the config it was fastest with at that size, `choice`) and torch's, in ABBA rounds
+    (`abba_rounds`): per size and tile kernel, the median over the rounds of Triton's time
+    over tile's and torch's over tile's (their spread: the lowest and highest round). Each
+    point's best-of-rounds figures compare implementations timed seconds apart on a GPU
+    whose clocks drift by several percent under this load (the first timed, on a cool GPU,
+    gains); timed back to back, in alternating order, the drift cancels."""
     import torch
 
     out = []
@@ -359,14 +360,16 @@ def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
         shape = (n, n, n)
         torch.manual_seed(0)
         args = make_inputs("matmul", shape, torch.bfloat16, "cuda")
-        fns = {"tile": tile_impl("matmul", shape, choice.get(("tile", n)), overrides)[0],
-               "triton": triton_impl("matmul", shape, choice.get(("triton", n)))[0], "torch": torch_impl("matmul")}
+        tiles = {"one program per tile": None, "persistent": PERSISTENT}
+        fns = {name: tile_impl("matmul", shape, pick, overrides)[0] for name, pick in tiles.items()}
+        fns.update({"triton": triton_impl("matmul", shape, choice.get(("triton", n)))[0], "torch": torch_impl("matmul")})
         rounds = abba_rounds(fns, args)
-        entry = {"size": n, "tile_choice": choice.get(("tile", n)) or "one program per tile", "rounds": rounds}
-        for other in ("triton", "torch"):
-            each = sorted(t[other] / t["tile"] for t in rounds)
-            entry[f"vs_{other}"] = {"median": statistics.median(each), "low": each[0], "high": each[-1]}
-        out.append(entry)
+        for name in tiles:
+            entry = {"size": n, "tile_choice": name, "rounds": rounds}
+            for other in ("triton", "torch"):
+                each = sorted(t[other] / t[name] for t in rounds)
+                entry[f"vs_{other}"] = {"median": statistics.median(each), "low": each[0], "high": each[-1]}
+            out.append(entry)
         del args
     return out
 

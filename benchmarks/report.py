@@ -140,7 +140,7 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         table(compute, "TFLOP/s", triton_configs=True)
     if meta.get("paired"):
         lines += ["", "## Matmul in paired rounds (ABBA)", "",
-                  "tile's plain matmul (with what it was fastest with above), Triton's (its fastest config) and "
+                  "tile's plain matmul (one program per tile, and persistent), Triton's (its fastest config) and "
                   "torch's, timed back to back on the same inputs in rounds that alternate the order, so that "
                   "clock drift cancels: per size, the median over the rounds of the other's time over tile's "
                   "(above 1x: tile is faster), and its spread (the lowest and highest round).", "",
