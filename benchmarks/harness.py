@@ -31,29 +31,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 import traceback
 
 import report
-from implementations import MATMUL_KERNELS, PATCH, PERSISTENT, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl
+from implementations import MATMUL_KERNELS, PATCH, choices, make_inputs, reference, tile_impl, torch_impl, triton_impl
+from matmul_rounds import epilogue_cost, paired_matmul
+from timing import COPY_BYTES, MATMUL_TIMING, ROUNDS, copy_ceiling_gbs, same_size_copy, time_ms  # noqa: F401 (the other scripts' too)
 
 SWEEP_COLS = [1 << p for p in range(8, 16)]  # 256 .. 32768
 SWEEP_BYTES = 256 << 20
 TOLERANCES = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float16": {"rtol": 1e-2, "atol": 1e-2}}
 EXACT = {"patch_gather"}  # pure data movement: every element must match bit for bit
-COPY_BYTES = 1 << 30
-TIMED_SECONDS = 0.4  # per measurement, after warm-up: at ~1 ms a run, a median of ~400
-MIN_REPS, MAX_REPS, WARMUP = 20, 2000, 5
 # Matmul: bf16 in, f32 accumulation, bf16 out. Inputs are scaled so outputs are O(1),
-# so one absolute tolerance fits every size. 8192^3 is ~1.5 ms for cuBLAS and maybe
-# 10-50 ms (or worse) for tile: few warm-up runs, one probe, a short timed window and a
-# low floor on the repetition count keep the 4 points x 3 implementations under ~30 s.
+# so one absolute tolerance fits every size.
 MATMUL_SIZES = (4096, 8192)  # M = N = K
 MATMUL_TOL = {"rtol": 2e-2, "atol": 2e-2}
-MATMUL_TIMING = {"seconds": 0.25, "min_reps": 3, "max_reps": 200, "warmup": 2, "probe": 1}
-ROUNDS = 3  # each implementation's time: the best of 3 medians, taken in turn with the others'
 
 
 def cases(smoke: bool = False) -> list[dict]:
@@ -112,50 +106,6 @@ def flops(kernel: str, shape) -> int | None:
 def tolerance(kernel: str, dtype: str) -> dict:
     """assert_close's rtol and atol for a kernel's output against torch's."""
     return {"rtol": 0, "atol": 0} if kernel in EXACT else MATMUL_TOL if kernel in MATMUL_KERNELS else TOLERANCES[dtype]
-
-
-def time_ms(fn, sync, seconds: float = TIMED_SECONDS, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS,
-            warmup: int = WARMUP, probe: int = 3) -> tuple[float, int]:
-    """Median milliseconds of fn over many runs, each bracketed by CUDA events; the
-    repetition count is sized from a short probe so each point takes ~`seconds`."""
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(probe):
-        fn()
-    sync()
-    per_run = (time.perf_counter() - t0) / probe
-    reps = int(min(max(seconds / max(per_run, 1e-6), min_reps), max_reps))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
-    sync()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), reps
-
-
-def same_size_copy(nbytes: int):
-    """A device-to-device copy that reads nbytes / 2 and writes as many (a kernel's bytes moved)."""
-    import torch
-
-    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda").random_()
-    dst = torch.empty_like(src)
-    return lambda: dst.copy_(src)
-
-
-def copy_ceiling_gbs() -> float:
-    """GB/s of a 1 GiB device-to-device copy, counting bytes read plus bytes written."""
-    import torch
-
-    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
-    dst = torch.empty_like(src)
-    ms, _ = time_ms(lambda: dst.copy_(src), torch.cuda.synchronize)
-    return 2 * COPY_BYTES / (ms * 1e-3) / 1e9
 
 
 def compile_only(selected: list[dict], overrides: dict) -> int:
@@ -331,78 +281,6 @@ def benchmark(selected: list[dict], out_dir: str, command: str, overrides: dict)
     bad += [(e["kernel"], e["shape"], "all") for e in results if "error" in e]
     print(f"wrote {out_dir}; {len(bad)} failed: {bad}", flush=True)
     return 1 if bad else 0
-
-
-def abba_rounds(fns: dict, args: tuple) -> list[dict]:
-    """2 * ROUNDS rounds of the functions timed back to back on the same inputs, in turn
-    in their order and reversed (ABBA): each round's times, {name: ms}."""
-    import torch
-
-    rounds = []
-    for r in range(2 * ROUNDS):
-        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
-        rounds.append({k: time_ms(lambda: fns[k](*args), torch.cuda.synchronize, **MATMUL_TIMING)[0] for k in order})
-    return rounds
-
-
-def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
-    """tile's plain matmul, both ways (one program per tile, and persistent), against Triton's
-    (at the config it was fastest with at that size, `choice`) and torch's, in ABBA rounds
-    (`abba_rounds`): per size and tile kernel, the median over the rounds of Triton's time
-    over tile's and torch's over tile's (their spread: the lowest and highest round). Each
-    point's best-of-rounds figures compare implementations timed seconds apart on a GPU
-    whose clocks drift by several percent under this load (the first timed, on a cool GPU,
-    gains); timed back to back, in alternating order, the drift cancels."""
-    import torch
-
-    out = []
-    for n in sizes:
-        shape = (n, n, n)
-        torch.manual_seed(0)
-        args = make_inputs("matmul", shape, torch.bfloat16, "cuda")
-        tiles = {"one program per tile": None, "persistent": PERSISTENT}
-        fns = {name: tile_impl("matmul", shape, pick, overrides)[0] for name, pick in tiles.items()}
-        fns.update({"triton": triton_impl("matmul", shape, choice.get(("triton", n)))[0], "torch": torch_impl("matmul")})
-        rounds = abba_rounds(fns, args)
-        for name in tiles:
-            entry = {"size": n, "tile_choice": name, "rounds": rounds}
-            for other in ("triton", "torch"):
-                each = sorted(t[other] / t[name] for t in rounds)
-                entry[f"vs_{other}"] = {"median": statistics.median(each), "low": each[0], "high": each[-1]}
-            out.append(entry)
-        del args
-    return out
-
-
-def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
-    """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile and Triton,
-    each with what its plain matmul was fastest with at that size, `choice`) and size: the
-    two kernels timed back to back on the same inputs, 2 * ROUNDS
-    times, in turn first and second (ABBA), and the cost the median of the rounds' ratios.
-    Timed apart, as the matmul points are, the second kernel runs on a GPU that has been
-    hot for longer, at lower clocks, and the drift reads as epilogue cost; so does it
-    within a round, which the alternating order cancels."""
-    import torch
-
-    out = []
-    sync = torch.cuda.synchronize
-    for n in sizes:
-        shape = (n, n, n)
-        torch.manual_seed(0)
-        a, b, bias = make_inputs("matmul_bias_gelu", shape, torch.bfloat16, "cuda")
-        for impl in ("tile", "triton"):
-            pick = choice.get((impl, n))
-            make = ((lambda k: tile_impl(k, shape, pick, overrides)) if impl == "tile"
-                    else (lambda k: triton_impl(k, shape, pick)))
-            impls = {k: make(k) for k in MATMUL_KERNELS}
-            fns = {k: fn for k, (fn, _) in impls.items()}
-            rounds = abba_rounds(fns, (a, b, bias))
-            med = {k: statistics.median(t[k] for t in rounds) for k in fns}
-            ratio = statistics.median(t["matmul_bias_gelu"] / t["matmul"] for t in rounds)
-            out.append({"impl": impl, "size": n, "config": report.config_label(impls["matmul"][1]), "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
-                        "cost_pct": 100 * (ratio - 1), "rounds": rounds})
-        del a, b, bias
-    return out
 
 
 def main() -> int:

@@ -15,8 +15,9 @@ elements L gives that thread (`distributed_layout.py`):
 - `tile.reduce` reduces a thread's registers, then across lanes with
   `gpu.shuffle xor`, then across warps through shared memory;
 - shape changes (`tile.broadcast`, `tile.reshape`, `tile.convert_layout`)
-  recompute index-only values in the new layout, and move anything else
-  through shared memory;
+  recompute index-only values in the new layout, read what each thread
+  already holds from its registers, and move anything else through shared
+  memory (`register_values.py`, `held_registers.py`);
 - `scf.for` / `scf.if` carry the vectors.
 
 All shared memory is one dynamic scratch buffer reused by every exchange, each
@@ -40,7 +41,6 @@ from ..dialects.layout import Blocked, Mma, Wgmma, encoding_of
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
-from ..passes.tile_fuse import through_groups
 from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
@@ -53,14 +53,11 @@ from .register_vectors import i32_vector as _ivec
 from .register_vectors import linear_index
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
-from .held_registers import broadcast_coords, defer, held_at, only_read_through, reshape_coords
-from .static_registers import thread_coords
+from .held_registers import defer, only_read_through
 
 MAX_SHARED = 227 * 1024
 MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
-_CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
-_REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
 
 
 class Translator:
@@ -179,83 +176,6 @@ class Translator:
         gpu.barrier()
         return _from_elements([memref.LoadOp(buf, [to_index(i)]).result for i in _elements(targets, dst_n)], elem)
 
-    # ---- values at arbitrary coordinates ----------------------------------------------
-    def rematerializable(self, v, depth=0) -> bool:
-        v = through_groups(v)  # recomputable values stay so across fusion groups
-        if depth > 12 or not isinstance(v.type, ir.RankedTensorType) or isinstance(v.owner, ir.Block):
-            return False
-        op = v.owner.operation
-        if op.name in _REMAT:
-            return op.name in ("tile.arange", "tile.splat", "arith.constant") or self.rematerializable(op.operands[0], depth + 1)
-        if op.name.startswith(("arith.", "math.")) and not op.regions:
-            return all(self.rematerializable(o, depth + 1) or not isinstance(o.type, ir.RankedTensorType) for o in op.operands)
-        return False
-
-    def eval_at(self, v, coords: list, n: int, static: list | None = None):
-        """The values of tile v at the given per-dim coordinate vectors (n registers); `static`,
-        the same coordinates as numbers per thread ([threads, n] a dim), where known."""
-        v = through_groups(v)  # recomputable values stay so across fusion groups
-        t = ir.RankedTensorType(v.type)
-        shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in _REMAT
-        if not shape_op and not self.rematerializable(v):
-            held = held_at(self, v, coords, n, static) if static is not None else None
-            if held is not None:  # every thread holds what it needs: no shared memory
-                return held
-            src_dist = self.dist(v)
-            lin = linear_index(coords, row_major_strides(src_dist.shape), n)
-            return self.exchange(self.value(v), src_dist, self.coords(src_dist), t.element_type, lin, n)
-        op = v.owner.operation
-        if op.name == "tile.arange":
-            return arith.addi(coords[0], _splat(_i32(ir.IntegerAttr(op.attributes["start"]).value), n))
-        if op.name == "tile.splat":
-            return _splat(self.value(op.operands[0]), n)
-        if op.name == "arith.constant":
-            attr = ir.DenseElementsAttr(op.attributes["value"])
-            return arith.ConstantOp(ir.VectorType.get([n], t.element_type), ir.DenseElementsAttr.get_splat(
-                ir.VectorType.get([n], t.element_type), attr.get_splat_value())).result
-        if op.name == "tile.convert_layout":
-            return self.eval_at(op.operands[0], coords, n, static)
-        if op.name == "tile.broadcast":
-            src_shape = ir.RankedTensorType(op.operands[0].type).shape
-            zero = _splat(_i32(0), n)
-            static = static and broadcast_coords(static, src_shape)
-            return self.eval_at(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], n, static)
-        if op.name == "tile.reshape":
-            src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
-            lin = linear_index(coords, row_major_strides(list(t.shape)), n)
-            src_coords = [None] * len(src_shape)
-            for d in range(len(src_shape) - 1, -1, -1):
-                src_coords[d] = arith.remui(lin, _splat(_i32(src_shape[d]), n))
-                lin = arith.divui(lin, _splat(_i32(src_shape[d]), n))
-            static = static and reshape_coords(static, list(t.shape), src_shape)
-            return self.eval_at(op.operands[0], src_coords, n, static)
-        operands = [self.eval_at(o, coords, n, static) if isinstance(o.type, ir.RankedTensorType) else self.value(o)
-                    for o in op.operands]
-        return self.clone_elementwise(op, operands, n)
-
-    def uniform_run(self, op) -> int:
-        """Registers per run over which this compare's result is proven constant (1: not proven)."""
-        if op.name != "arith.cmpi":
-            return 1
-        dist = self.dist(op.results[0])
-        if not isinstance(dist, Distribution) or dist.layout.order[0] != dist.rank - 1:
-            return 1
-        run = dist.vector_width
-        if run <= 1 or self.axis(op.results[0]).constancy % run or any(
-                self.dist(o).layout != dist.layout for o in op.operands):
-            return 1
-        return run
-
-    def clone_elementwise(self, op, operands, n):
-        rt = ir.RankedTensorType(op.results[0].type)
-        if op.name in F32_FAST and isinstance(rt.element_type, ir.F32Type):
-            per_register = zip(*(_elements(v, n) for v in operands))
-            return _from_elements([F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)
-        attrs = {k: op.attributes[k] for k in op.attributes}
-        if op.name in _CONTRACTIBLE:
-            attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do
-        return ir.Operation.create(op.name, results=[ir.VectorType.get([n], rt.element_type)], operands=operands, attributes=attrs).result
-
     # ---- translation ---------------------------------------------------------------
     def value(self, v):
         got = self.map[v]
@@ -302,18 +222,6 @@ class Translator:
             for a, b in zip(op.results, new.results):
                 self.map[a] = b
 
-    def elementwise(self, op):
-        """An elementwise op on tiles, register by register."""
-        n = self.dist(op.results[0]).num_registers
-        run = self.uniform_run(op)
-        if run > 1:  # e.g. a mask that axis info proves equal along each run: one compare per run
-            starts = [_from_elements(_elements(self.value(o), n)[::run], ir.VectorType(self.vtype(o)).element_type)
-                      for o in op.operands]
-            few = _elements(self.clone_elementwise(op, starts, n // run), n // run)
-            elem = ir.RankedTensorType(op.results[0].type).element_type
-            return _from_elements([v for v in few for _ in range(run)], elem)
-        return self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
-
     def op_arith_constant(self, op):
         t = op.results[0].type
         if isinstance(t, ir.RankedTensorType):
@@ -321,19 +229,9 @@ class Translator:
         else:
             self.map[op.results[0]] = arith.ConstantOp(t, op.attributes["value"]).result
 
-    def _remat_own(self, op):
-        result = op.results[0]
-        d = self.dist(result)
-
-        def make():
-            return self.eval_at(result, self.coords(d), d.num_registers, thread_coords(d, self.threads))
-
-        if op.name in ("tile.broadcast", "tile.reshape") and only_read_through(result):
-            defer(self, result, make)  # its users read through it to its operand
-        else:
-            self.map[result] = make()
-
-    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = _remat_own
+    from .register_values import (clone_elementwise, elementwise, eval_at, rematerializable,  # noqa: E402
+                                  remat_own, uniform_run)
+    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = remat_own
 
     def op_tile_program_id(self, op):
         dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]

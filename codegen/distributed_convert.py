@@ -150,7 +150,7 @@ def op_tile_convert_layout(self, op):
     src = op.operands[0]
     t = ir.RankedTensorType(src.type)
     if self.rematerializable(src) or not _fits(t):
-        return self._remat_own(op)
+        return self.remat_own(op)
     rows, cols = t.shape
     src_dist, dst_dist = self.dist(src), self.dist(op.results[0])
     # Shared memory above the buffers that stay live (a ring the next tile's copies fill):
