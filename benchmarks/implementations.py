@@ -72,7 +72,10 @@ def tile_config(kernel: str, shape, num_warps: int | None = None, overrides: dic
         # shape = (M, N, K). The best config benchmarks/matmul_sweep.py timed on the H200 after
         # TMA (2026-12-03 14:36 UTC, results/2026-12-03-1436-matmul-tma): a 128x256 f32
         # accumulator over 2 warpgroups (wgmma, 64x256 each), operands through 4-stage TMA rings.
-        cfg = {"BM": 128, "BN": 256, "BK": 64, "GROUP": 8, "num_warps": 8, "num_stages": 4,
+        # Groups of 16 rows of tiles: against Triton in paired rounds 1.018x / 1.028x (4096³, one
+        # program per tile / persistent) and 1.028x / 1.036x (8192³), where groups of 8 had 1.010x /
+        # 1.002x and 1.011x / 1.022x, and of 4 less (results/2026-12-04-1538, group16/, group4/).
+        cfg = {"BM": 128, "BN": 256, "BK": 64, "GROUP": 16, "num_warps": 8, "num_stages": 4,
                "ACTIVATION": "gelu" if kernel == "matmul_bias_gelu" else "none", **(overrides or {})}
         if cfg["BM"] * cfg["BN"] // (32 * cfg["num_warps"]) > 256:
             raise ValueError(f"{kernel} {shape}: a {cfg['BM']}x{cfg['BN']} accumulator is too large for "
