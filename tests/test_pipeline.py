@@ -241,3 +241,30 @@ def test_row_accesses_share_one_address(monkeypatch):
     first = [re.search(r"\[(R\d+)\.64(\+0x\w+)?\]", sass[i]).groups() for i in loads[:4]]
     assert len({reg for reg, _ in first}) == 1 and [off for _, off in first] == [None, "+0x1000", "+0x2000", "+0x3000"]
     assert not any("HADD2.F32" in line for line in sass[: loads[3]])  # f16 -> f32 of the data comes after
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "layer_norm"])
+def test_row_statistics_stay_in_registers(kernel, monkeypatch):
+    """16 short rows a program as a 16 x 256 tile (the rows kernels): each row's statistics
+    are reduced along the lanes and read back along the row from the registers that reduced
+    them (slice layouts, codegen/held_registers.py), and so are layer norm's weights: no
+    shared memory and no barrier, 16-byte global accesses, no spills."""
+    import fused_softmax
+    import layer_norm
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90a")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    dt = torch.float32 if kernel == "softmax" else torch.float16
+    x = torch.empty(1024, 256, dtype=dt)
+    if kernel == "softmax":
+        launcher = fused_softmax.softmax_rows_kernel.compile(x, torch.empty_like(x), 1024, 256, 256, 256, ROWS=16,
+                                                             BLOCK=256, num_warps=4)
+    else:
+        w = torch.empty(256, dtype=dt)
+        launcher = layer_norm.layer_norm_rows_kernel.compile(x, w, w.clone(), torch.empty_like(x), 1024, 256, 256, 256,
+                                                             1e-5, ROWS=16, BLOCK=256, num_warps=4)
+    ptx = launcher.asm["ptx"]
+    assert "bar.sync" not in ptx and ".shared" not in ptx
+    assert "shfl.sync.bfly" in ptx and "st.global.v4" in ptx
+    info = launcher.metadata["ptxas"]
+    assert info["spill_stores"] == info["stack_frame"] == 0, info
