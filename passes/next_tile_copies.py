@@ -30,9 +30,12 @@ a ring larger than `MAX_RING_BYTES` keeps to one tile.
 
 from __future__ import annotations
 
-from mlir import ir
+from dataclasses import dataclass
 
-from .loop_slice import body_slice, inside
+from mlir import ir
+from mlir.dialects import arith
+
+from .loop_slice import body_slice, clone_slice, inside
 from .walk import all_ops
 
 MAX_RING_BYTES = 200 * 1024  # of the 227 KB of an H100/H200 block, the rest for the epilogue's exchanges
@@ -40,9 +43,59 @@ _PURE = ("tile.splat", "tile.arange", "tile.broadcast", "tile.reshape", "tile.pr
          "tile.convert_layout", "scf.execute_region", "scf.yield")
 
 
-def outer_slice(loop, inner_ops, starts, ring_bytes: int):
-    """(outer loop, the outer body's ops the copies' starts need, in order) if the copies of
-    `loop` (a K loop whose starts' slice in its body is `inner_ops`) can run a tile ahead; else None."""
+@dataclass
+class NextTileCopies:
+    """How a K loop's copies run across the loop over tiles around it (module doc)."""
+
+    outer: ir.Operation  # the loop over tiles
+    ops: list  # the ops of its body that the copies' starts need, in order
+
+    @property
+    def tile(self):
+        return self.outer.regions[0].blocks[0].arguments[0]
+
+    def first_tile(self, ip) -> tuple[dict, ir.Value]:
+        """(values of the outer body at its first iteration, whether it runs), made at ip
+        (before the loop over tiles): what the first tile's prologue copies read."""
+        t0, t_ub = list(self.outer.operands)[:2]
+        mapping = {self.tile: t0}
+        clone_slice(self.ops, mapping, ip)
+        with ip:
+            return mapping, arith.cmpi(arith.CmpIPredicate.slt, t0, t_ub)
+
+    def base(self, loop) -> tuple[ir.Value, ir.Value]:
+        """(K iterations of the tiles before this one, of this one), before the K loop: where the
+        ring's slots and phases stand."""
+        lb, ub, step = list(loop.operands)[:3]
+        t_lb, _, t_step = list(self.outer.operands)[:3]
+        ity = lb.type
+        with ir.InsertionPoint(loop), loop.location:
+            one, zero = arith.ConstantOp(ity, 1).result, arith.ConstantOp(ity, 0).result
+            trips = arith.maxsi(arith.divsi(arith.addi(arith.subi(ub, lb), arith.subi(step, one)), step), zero)
+            return arith.muli(arith.divsi(arith.subi(self.tile, t_lb), t_step), trips), trips
+
+    def next_tile(self, issue, its: list, ub, stages: int, base, trips, ip) -> None:
+        """At ip (right after the K loop), the next tile's first copies (iterations `its`, at the
+        outer body's values for t + step, live if that tile runs), into the slots after this
+        tile's last."""
+        t_ub, t_step = list(self.outer.operands)[1:3]
+        with ip:
+            t_next = arith.addi(self.tile, t_step)
+        mapping = {self.tile: t_next}
+        clone_slice(self.ops, mapping, ip)
+        with ip:
+            more = arith.cmpi(arith.CmpIPredicate.slt, t_next, t_ub)
+            done = arith.addi(base, trips)
+            ity = done.type
+        for s, it in enumerate(its):
+            with ip:
+                slot = arith.remsi(arith.addi(done, arith.ConstantOp(ity, s).result), arith.ConstantOp(ity, stages).result)
+            issue(slot, it, ub, ip, mapping, more)
+
+
+def plan(loop, inner_ops, starts, ring_bytes: int) -> NextTileCopies | None:
+    """The copies of `loop` (a K loop whose starts' slice in its body is `inner_ops`) across the
+    loop over tiles around it, where they can run a tile ahead; else None."""
     outer = loop.operation.parent
     if outer is None or outer.name != "scf.for" or ring_bytes > MAX_RING_BYTES:
         return None
@@ -57,7 +110,7 @@ def outer_slice(loop, inner_ops, starts, ring_bytes: int):
     ops = body_slice(needed, outer_body, outer, outer_body.arguments[0])
     if ops is None or any(not (o.name.startswith("arith.") or o.name in _PURE) for op in ops for o in all_ops(op)):
         return None
-    return outer, ops
+    return NextTileCopies(outer, ops)
 
 
 def _outside(v, op) -> bool:

@@ -94,7 +94,7 @@ from ..dialects.layout import Wgmma, element_bits, encoding_of
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, inside
-from .next_tile_copies import outer_slice
+from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .block_access import match_block
@@ -195,9 +195,9 @@ class TilePipeline:
         per_load = blocks or [_column_major(load) for load, _ in found]
         # With TMA inside a loop over output tiles, the rings outlive the K loop and the next
         # tile's first copies start before this one's epilogue (`next_tile_copies.py`).
-        across = blocks and self.across_tiles and outer_slice(loop, start_slice(found, blocks), [
+        across = blocks and self.across_tiles and plan(loop, start_slice(found, blocks), [
             x for b in blocks for x in (b.row, b.col)], S * sum(_bytes(load, b) for (load, _), b in zip(found, blocks)))
-        outer, outer_ops = across or (None, [])
+        outer = across.outer if across else None
         # Prologue: rings and the first `ahead` iterations' copies, before the loop (the outer one).
         before = ir.InsertionPoint(outer or loop)
         with before, loop.location:
@@ -210,22 +210,13 @@ class TilePipeline:
                 issue = functools.partial(issue_tma, found, blocks, rings, bars, descs)
             else:
                 issue = functools.partial(self.issue, found, rings, per_load)
-            first_tile = ()
-            if outer:  # the first tile's
-                t0, t_ub = list(outer.operands)[:2]
-                mapping = {outer.regions[0].blocks[0].arguments[0]: t0}
-                clone_slice(outer_ops, mapping, before)
-                first_tile = (mapping, arith.cmpi(arith.CmpIPredicate.slt, t0, t_ub))
+            first_tile = across.first_tile(before) if across else ()
             its = []
             for s in range(ahead):
                 its.append(arith.addi(lb, arith.muli(step, _i32(s, ity))) if s else lb)
                 issue(_i32(s, ity), its[-1], ub, before, *first_tile)
-        if outer:  # K iterations of the tiles before this one: where the ring's slots and phases stand
-            with ir.InsertionPoint(loop), loop.location:
-                t, (t_lb, t_ub, t_step) = outer.regions[0].blocks[0].arguments[0], list(outer.operands)[:3]
-                trips = arith.maxsi(arith.divsi(arith.addi(arith.subi(ub, lb), arith.subi(step, _i32(1, ity))), step),
-                                    _i32(0, ity))
-                base = arith.muli(arith.divsi(arith.subi(t, t_lb), t_step), trips)
+        if across:
+            base, trips = across.base(loop)
         # Steady state: at the top of the body, wait for this iteration's group, read the
         # slots, and start iteration i + ahead in its slot (free: the dots that read it
         # finished before every thread passed the wait's barrier).
@@ -235,7 +226,7 @@ class TilePipeline:
             if not blocks:
                 pipeline_ops.async_wait(ahead - 1)
             i = arith.divsi(arith.subi(iv, lb), step)
-            if outer:
+            if across:  # counted on from the tiles before
                 i = arith.addi(base, i)
             read = arith.remsi(i, _i32(S, ity))
             if blocks:  # the slot's copies have landed; then every thread is past the slot's old readers
@@ -259,16 +250,9 @@ class TilePipeline:
         else:
             issue(write, nxt, ub, top)
         after_loop = ir.InsertionPoint.after(loop.operation)
-        if outer:  # the next tile's first copies, into the slots after this tile's last
-            with after_loop, loop.location:
-                t_next = arith.addi(t, t_step)
-                mapping = {t: t_next}
-                clone_slice(outer_ops, mapping, after_loop)
-                more = arith.cmpi(arith.CmpIPredicate.slt, t_next, t_ub)
-                done = arith.addi(base, trips)
-                for s, it in enumerate(its):
-                    slot = arith.remsi(arith.addi(done, _i32(s, ity)), _i32(S, ity))
-                    issue(slot, it, ub, after_loop, mapping, more)
+        if across:
+            with loop.location:
+                across.next_tile(issue, its, ub, S, base, trips, after_loop)
         # Epilogue: wait for the last dots, drain the copies still in flight (they copy nothing).
         with after_loop, loop.location:
             for dot, n in async_dots:
