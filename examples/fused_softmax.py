@@ -1,8 +1,11 @@
-"""Row-wise softmax, one program per row, in the Triton form (pointer + strides).
+"""Row-wise softmax in the Triton form (pointer + strides).
 
-A row that fits one tile is read once and reduced in registers; a longer row
-is streamed in chunks of BLOCK columns with an online softmax (running max and
-running sum, rescaled as the max grows), then read again to write.
+One program per row: a row that fits one tile is read once and reduced in
+registers; a longer row is streamed in chunks of BLOCK columns with an online
+softmax (running max and running sum, rescaled as the max grows), then read
+again to write. Short rows go ROWS a program (`softmax_rows_kernel`): a
+ROWS x BLOCK tile reduced along its rows, each row's max and sum read back
+along it from the registers that reduced them.
 """
 
 import torch

@@ -1,4 +1,5 @@
-"""LayerNorm forward over the last dim, one program per row.
+"""LayerNorm forward over the last dim, one program per row (or ROWS short rows a
+program, `layer_norm_rows_kernel`: a ROWS x BLOCK tile normalized along its rows).
 
 Statistics are computed in f32 whatever the input dtype (f32, f16, bf16), as
 torch does; the output has the input's dtype. A row that fits one tile
