@@ -426,6 +426,81 @@ func.func @tma_tiles(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i
 
 // -----
 
+// A K loop whose bounds change from tile to tile (here K + t) has a different trip
+// count in each tile, so its copies stay within the tile: rings, mbarriers and the
+// prologue inside the loop over tiles, as in a loop of its own.
+
+// TMA-LABEL: func.func @tma_tiles_varying_k
+// TMA: scf.for
+// TMA: "tile.local_alloc"
+// TMA: "tile.mbarrier_alloc"
+// TMA: "tile.tma_load"
+// TMA: scf.for
+// TMA: "tile.mbarrier_dealloc"
+// TMA-NEXT: }
+// TMA-NEXT: return
+
+!m = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+func.func @tma_tiles_varying_k(%a: !m, %b: !m, %M: i32, %N: i32, %K: i32, %sa: i32, %sb: i32, %p: i32, %T: i32, %np: i32) {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %c128 = arith.constant 128 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  scf.for %t = %p to %T step %np : i32 {
+    %r0 = arith.muli %t, %c128 : i32
+    %kt = arith.addi %K, %t : i32
+    %acc0 = "tile.splat"(%zf) : (f32) -> !w
+    %ar128 = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+    %ar64 = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+    %r0s = "tile.splat"(%r0) : (i32) -> tensor<128xi32>
+    %rm = arith.addi %r0s, %ar128 : tensor<128xi32>
+    %za = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+    %zbt = "tile.splat"(%zb) : (bf16) -> tensor<64x128xbf16>
+    %r = scf.for %k = %c0 to %kt step %c64 iter_args(%acc = %acc0) -> (!w) : i32 {
+      %ks = "tile.splat"(%k) : (i32) -> tensor<64xi32>
+      %rk = arith.addi %ks, %ar64 : tensor<64xi32>
+      %rm2 = "tile.reshape"(%rm) : (tensor<128xi32>) -> tensor<128x1xi32>
+      %sas = "tile.splat"(%sa) : (i32) -> tensor<128x1xi32>
+      %rows_a = arith.muli %rm2, %sas : tensor<128x1xi32>
+      %rk2 = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<1x64xi32>
+      %ra = "tile.broadcast"(%rows_a) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+      %ca = "tile.broadcast"(%rk2) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+      %offa = arith.addi %ra, %ca : tensor<128x64xi32>
+      %Ms = "tile.splat"(%M) : (i32) -> tensor<128x1xi32>
+      %mrow = arith.cmpi slt, %rm2, %Ms : tensor<128x1xi32>
+      %Ks = "tile.splat"(%K) : (i32) -> tensor<1x64xi32>
+      %mcol = arith.cmpi slt, %rk2, %Ks : tensor<1x64xi32>
+      %mr = "tile.broadcast"(%mrow) : (tensor<128x1xi1>) -> tensor<128x64xi1>
+      %mc = "tile.broadcast"(%mcol) : (tensor<1x64xi1>) -> tensor<128x64xi1>
+      %ma = arith.andi %mr, %mc : tensor<128x64xi1>
+      %ta = "tile.load"(%a, %offa, %ma, %za) : (!m, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+      %rk3 = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<64x1xi32>
+      %sbs = "tile.splat"(%sb) : (i32) -> tensor<64x1xi32>
+      %rows_b = arith.muli %sbs, %rk3 : tensor<64x1xi32>
+      %rn2 = "tile.reshape"(%ar128) : (tensor<128xi32>) -> tensor<1x128xi32>
+      %rb = "tile.broadcast"(%rows_b) : (tensor<64x1xi32>) -> tensor<64x128xi32>
+      %cb = "tile.broadcast"(%rn2) : (tensor<1x128xi32>) -> tensor<64x128xi32>
+      %offb = arith.addi %cb, %rb : tensor<64x128xi32>
+      %Ks2 = "tile.splat"(%K) : (i32) -> tensor<64x1xi32>
+      %mkb = arith.cmpi slt, %rk3, %Ks2 : tensor<64x1xi32>
+      %Ns = "tile.splat"(%N) : (i32) -> tensor<1x128xi32>
+      %mnb = arith.cmpi slt, %rn2, %Ns : tensor<1x128xi32>
+      %mkb2 = "tile.broadcast"(%mkb) : (tensor<64x1xi1>) -> tensor<64x128xi1>
+      %mnb2 = "tile.broadcast"(%mnb) : (tensor<1x128xi1>) -> tensor<64x128xi1>
+      %mb = arith.andi %mnb2, %mkb2 : tensor<64x128xi1>
+      %tb = "tile.load"(%b, %offb, %mb, %zbt) : (!m, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xbf16>) -> tensor<64x128xbf16>
+      %d = "tile.dot"(%ta, %tb, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+      scf.yield %d : !w
+    }
+  }
+  return
+}
+
+
+// -----
+
 // A column-major B (its unit stride on K, the rows of the tile) is a transposed
 // block: TMA copies it from the N x K row-major view of the tensor (rows N =
 // argument 3, columns K = argument 4, row stride argument 6) into 128 x 64 slots,
