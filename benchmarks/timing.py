@@ -53,7 +53,5 @@ def copy_ceiling_gbs() -> float:
     """GB/s of a 1 GiB device-to-device copy, counting bytes read plus bytes written."""
     import torch
 
-    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
-    dst = torch.empty_like(src)
-    ms, _ = time_ms(lambda: dst.copy_(src), torch.cuda.synchronize)
+    ms, _ = time_ms(same_size_copy(2 * COPY_BYTES), torch.cuda.synchronize)
     return 2 * COPY_BYTES / (ms * 1e-3) / 1e9

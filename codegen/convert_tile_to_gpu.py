@@ -53,9 +53,9 @@ from .register_vectors import i32_vector as _ivec
 from .register_vectors import linear_index
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
-from .held_registers import defer, only_read_through
+from .distributed_async_copy import MAX_SHARED
+from .held_registers import defer, is_elementwise, only_read_through
 
-MAX_SHARED = 227 * 1024
 MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 
@@ -68,7 +68,6 @@ class Translator:
         self.axis = AxisInfo(divisibility)
         self.coords_memo: dict = {}
         self.scratch_bytes = 0
-        self.max_shared = MAX_SHARED
         self.scratch_base = 0  # bytes below it hold long-lived buffers (distributed_async_copy.shared_buffer)
         self.live_buffers: dict[int, int] = {}  # those buffers: start -> end byte
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
@@ -206,7 +205,7 @@ class Translator:
             if handler is not None:
                 return handler(op)
             tensors = any(isinstance(v.type, ir.RankedTensorType) for v in [*op.operands, *op.results])
-            if name.startswith(("arith.", "math.")) and tensors and not op.regions:
+            if is_elementwise(op) and tensors:
                 if only_read_through(op.results[0]):  # (a row's mean, read back along the row)
                     return defer(self, op.results[0], lambda: self.elementwise(op))
                 self.map[op.results[0]] = self.elementwise(op)

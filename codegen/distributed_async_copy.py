@@ -39,6 +39,8 @@ from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, i32
 
+MAX_SHARED = 227 * 1024  # bytes of shared memory an H100/H200 block can have
+
 
 @dataclass
 class SharedTile:

@@ -47,7 +47,7 @@ from ..dialects.layout import element_bits as bits
 from ..dialects.layout import encoding_of
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
-from .distributed_async_copy import SharedTile
+from .distributed_async_copy import MAX_SHARED, SharedTile
 from .distributed_layout import MmaDistribution, row_major_strides
 from .register_vectors import elements, from_elements, i32, linear_index, splat
 from .static_registers import constant_offset_groups, static_values, thread_coords
@@ -155,7 +155,7 @@ def op_tile_convert_layout(self, op):
     src_dist, dst_dist = self.dist(src), self.dist(op.results[0])
     # Shared memory above the buffers that stay live (a ring the next tile's copies fill):
     # the tile in as few row chunks as fit, one after another through the same buffer.
-    free = self.max_shared - -(-self.scratch_base // 1024) * 1024
+    free = MAX_SHARED - -(-self.scratch_base // 1024) * 1024
     chunks = _row_chunks(self, (src_dist, dst_dist), rows, free // (cols * bits(t.element_type) // 8))
     if chunks is None:
         raise TileError(f"tile too large: converting a {rows}x{cols} tile between layouts needs more shared memory "

@@ -24,7 +24,7 @@ import numpy as np
 from mlir import ir
 
 from .register_vectors import elements, from_elements
-from .static_registers import thread_coords
+from .static_registers import broadcast_coords, reshape_coords, thread_coords
 
 MAX_CELLS = 1 << 24  # threads x wanted x held registers compared, per dim: bigger tiles keep to shared memory
 _READ_THROUGH = ("tile.broadcast", "tile.reshape")  # lowered by eval_at, which reads their operand
@@ -45,22 +45,6 @@ def pick(held: list[np.ndarray], want: list[np.ndarray]) -> list[int] | None:
     return ok.argmax(axis=1).tolist()
 
 
-def broadcast_coords(coords: list[np.ndarray], src_shape) -> list[np.ndarray]:
-    """The operand's coordinates a broadcast reads: 0 along its size-1 dims."""
-    return [np.zeros_like(c) if s == 1 else c for c, s in zip(coords, src_shape)]
-
-
-def reshape_coords(coords: list[np.ndarray], shape, src_shape) -> list[np.ndarray]:
-    """The operand's coordinates a reshape reads: the same row-major linear position."""
-    lin = np.zeros_like(coords[0])
-    for c, s in zip(coords, shape):
-        lin = lin * s + c
-    out = [None] * len(src_shape)
-    for d in range(len(src_shape) - 1, -1, -1):
-        out[d], lin = lin % src_shape[d], lin // src_shape[d]
-    return out
-
-
 def only_read_through(value) -> bool:
     """Whether every user of value is a broadcast or reshape (which `eval_at` reads through)."""
     users = [u.owner for u in value.uses]
@@ -74,8 +58,21 @@ def defer(self, value, materialize) -> None:
     self.deferred[value] = (materialize, ir.InsertionPoint.current.block)
 
 
-def _elementwise(op) -> bool:
+def is_elementwise(op) -> bool:
+    """An `arith`/`math` op without regions: on tiles, the same op on every element."""
     return op.name.startswith(("arith.", "math.")) and not op.regions
+
+
+def _holder(self, v):
+    """(a function giving v's held values, their coordinates per thread): a reduction's
+    partials or v's own registers, where v is made; else None."""
+    if v in self.partials:
+        values, held = self.partials[v]
+        return (lambda: values), held
+    if self.map.get(v) is not None:
+        dist = self.dist(v)
+        return (lambda: elements(self.value(v), dist.num_registers)), thread_coords(dist, self.threads)
+    return None
 
 
 def servable(self, v, want: list[np.ndarray]) -> bool:
@@ -84,8 +81,6 @@ def servable(self, v, want: list[np.ndarray]) -> bool:
     (`pick`), or v is elementwise, or a broadcast, reshape or layout change, of such values."""
     if self.rematerializable(v):
         return True
-    if v in self.partials:
-        return pick(self.partials[v][1], want) is not None
     op = None if isinstance(v.owner, ir.Block) else v.owner.operation
     if op is not None and op.name == "tile.broadcast":
         return servable(self, op.operands[0], broadcast_coords(want, ir.RankedTensorType(op.operands[0].type).shape))
@@ -94,9 +89,10 @@ def servable(self, v, want: list[np.ndarray]) -> bool:
         return servable(self, op.operands[0], reshape_coords(want, list(ir.RankedTensorType(v.type).shape), src_shape))
     if op is not None and op.name == "tile.convert_layout":
         return servable(self, op.operands[0], want)
-    if self.map.get(v) is not None:
-        return pick(thread_coords(self.dist(v), self.threads), want) is not None
-    if op is not None and _elementwise(op):
+    holder = _holder(self, v)
+    if holder is not None:
+        return pick(holder[1], want) is not None
+    if op is not None and is_elementwise(op):
         return all(servable(self, o, want) for o in op.operands if isinstance(o.type, ir.RankedTensorType))
     return False
 
@@ -106,15 +102,11 @@ def held_at(self, v, coords: list, n: int, want: list[np.ndarray]):
     holds, where `servable`; else None (the caller goes through shared memory)."""
     if not servable(self, v, want):
         return None
-    elem = ir.RankedTensorType(v.type).element_type
-    if v in self.partials:
-        values, held = self.partials[v]
-    elif self.map.get(v) is not None:
-        dist = self.dist(v)
-        values, held = elements(self.value(v), dist.num_registers), thread_coords(dist, self.threads)
-    else:  # elementwise: each operand at these coordinates, then the op register by register
+    holder = _holder(self, v)
+    if holder is None:  # elementwise: each operand at these coordinates, then the op register by register
         op = v.owner.operation
         operands = [self.eval_at(o, coords, n, want) if isinstance(o.type, ir.RankedTensorType) else self.value(o)
                     for o in op.operands]
         return self.clone_elementwise(op, operands, n)
-    return from_elements([values[i] for i in pick(held, want)], elem)
+    values, held = holder[0](), holder[1]
+    return from_elements([values[i] for i in pick(held, want)], ir.RankedTensorType(v.type).element_type)

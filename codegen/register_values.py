@@ -13,13 +13,13 @@ from mlir.dialects import arith
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
 from .fast_math import F32_FAST
-from .held_registers import broadcast_coords, defer, held_at, only_read_through, reshape_coords
+from .held_registers import defer, held_at, is_elementwise, only_read_through
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
 from .register_vectors import linear_index
 from .register_vectors import splat as _splat
-from .static_registers import thread_coords
+from .static_registers import broadcast_coords, reshape_coords, thread_coords
 
 REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
 _CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
@@ -32,9 +32,10 @@ def rematerializable(self, v, depth=0) -> bool:
     op = v.owner.operation
     if op.name in REMAT:
         return op.name in ("tile.arange", "tile.splat", "arith.constant") or self.rematerializable(op.operands[0], depth + 1)
-    if op.name.startswith(("arith.", "math.")) and not op.regions:
+    if is_elementwise(op):
         return all(self.rematerializable(o, depth + 1) or not isinstance(o.type, ir.RankedTensorType) for o in op.operands)
     return False
+
 
 def eval_at(self, v, coords: list, n: int, static: list | None = None):
     """The values of tile v at the given per-dim coordinate vectors (n registers); `static`,
@@ -78,6 +79,7 @@ def eval_at(self, v, coords: list, n: int, static: list | None = None):
                 for o in op.operands]
     return self.clone_elementwise(op, operands, n)
 
+
 def uniform_run(self, op) -> int:
     """Registers per run over which this compare's result is proven constant (1: not proven)."""
     if op.name != "arith.cmpi":
@@ -91,6 +93,7 @@ def uniform_run(self, op) -> int:
         return 1
     return run
 
+
 def clone_elementwise(self, op, operands, n):
     rt = ir.RankedTensorType(op.results[0].type)
     if op.name in F32_FAST and isinstance(rt.element_type, ir.F32Type):
@@ -100,6 +103,7 @@ def clone_elementwise(self, op, operands, n):
     if op.name in _CONTRACTIBLE:
         attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do
     return ir.Operation.create(op.name, results=[ir.VectorType.get([n], rt.element_type)], operands=operands, attributes=attrs).result
+
 
 def elementwise(self, op):
     """An elementwise op on tiles, register by register."""
@@ -112,6 +116,7 @@ def elementwise(self, op):
         elem = ir.RankedTensorType(op.results[0].type).element_type
         return _from_elements([v for v in few for _ in range(run)], elem)
     return self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
+
 
 def remat_own(self, op):
     result = op.results[0]

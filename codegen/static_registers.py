@@ -80,6 +80,22 @@ def thread_coords(dist: Distribution, num_threads: int) -> list[np.ndarray]:
     return out
 
 
+def broadcast_coords(coords: list[np.ndarray], src_shape) -> list[np.ndarray]:
+    """The operand's coordinates a broadcast reads: 0 along its size-1 dims."""
+    return [np.zeros_like(c) if s == 1 else c for c, s in zip(coords, src_shape)]
+
+
+def reshape_coords(coords: list[np.ndarray], shape, src_shape) -> list[np.ndarray]:
+    """The operand's coordinates a reshape reads: the same row-major linear position."""
+    lin = np.zeros_like(coords[0])
+    for c, s in zip(coords, shape):
+        lin = lin * s + c
+    out = [None] * len(src_shape)
+    for d in range(len(src_shape) - 1, -1, -1):
+        out[d], lin = lin % src_shape[d], lin // src_shape[d]
+    return out
+
+
 def _mma_coords(dist: MmaDistribution, lane, warp) -> list[np.ndarray]:
     rows, cols = (np.array(x)[None, :] for x in dist.register_offsets())
     (tm, tn), group, t = dist.warp_tile, lane >> 2, lane & 3
@@ -126,8 +142,7 @@ def static_values(v, coords: list[np.ndarray], depth: int = 0):
         return static_values(op.operands[0], coords, depth + 1)
     if op.name == "tile.broadcast":
         src_shape = ir.RankedTensorType(op.operands[0].type).shape
-        zero = np.zeros_like(coords[0])
-        return static_values(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], depth + 1)
+        return static_values(op.operands[0], broadcast_coords(coords, src_shape), depth + 1)
     if op.name in _BINARY:
         a, b = (static_values(o, coords, depth + 1) for o in op.operands)
         if a is None or b is None or op.name in _UNDEFINED_AT and _UNDEFINED_AT[op.name](b).any():

@@ -106,7 +106,7 @@ def plan(loop, inner_ops, starts, ring_bytes: int) -> NextTileCopies | None:
         return None
     needed = [v for op in inner_ops for inner in all_ops(op) for v in inner.operands]
     needed += [v for v, _ in starts if v is not None]
-    needed = [v for v in needed if not _outside(v, outer) and not _defined_in(v, loop)]
+    needed = [v for v in needed if not _outside(v, outer) and _outside(v, loop)]
     ops = body_slice(needed, outer_body, outer, outer_body.arguments[0])
     if ops is None or any(not (o.name.startswith("arith.") or o.name in _PURE) for op in ops for o in all_ops(op)):
         return None
@@ -117,7 +117,3 @@ def _outside(v, op) -> bool:
     """Whether v is defined outside op (so it does not change while op runs)."""
     owner = v.owner.owner if isinstance(v.owner, ir.Block) else v.owner.operation
     return not inside(owner, op)
-
-
-def _defined_in(v, op) -> bool:
-    return not _outside(v, op)
