@@ -50,11 +50,12 @@ from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
 from .register_vectors import i32_vector as _ivec
-from .register_vectors import linear_index
+from .register_vectors import linear_index, load_run
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from .distributed_async_copy import MAX_SHARED
 from .held_registers import defer, is_elementwise, only_read_through
+from .static_registers import repeats, vector_reads
 
 MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
@@ -159,21 +160,32 @@ class Translator:
         ty = ir.MemRefType.get([count], elem, memory_space=space)
         return memref.ViewOp(ty, self._scratch, const_index(base), []).result
 
-    def exchange(self, src_vec, src_dist: Distribution, src_coords, elem, targets: list, dst_n: int):
-        """Write every register at its linear index in shared memory, then read `targets` (linear i32 vector)."""
+    def exchange(self, src_vec, src_dist: Distribution, src_coords, elem, targets, dst_n: int, static=None):
+        """Write every register at its linear index in shared memory, then read `targets` (linear
+        i32 vector). `static`: the same targets as numbers per thread ([threads, registers]) where
+        known at compile time; the reads then follow `vector_reads` (one load per distinct
+        element run a thread needs, as wide as the runs allow, addressed from a few registers)."""
         if isinstance(elem, ir.IntegerType) and elem.width == 1:
             # Memory holds bytes: the LLVM lowering of memref aborts on an i1 store.
             i8 = ir.IntegerType.get_signless(8)
             wide = arith.extui(ir.VectorType.get([src_dist.num_registers], i8), src_vec)
-            got = self.exchange(wide, src_dist, src_coords, i8, targets, dst_n)
+            got = self.exchange(wide, src_dist, src_coords, i8, targets, dst_n, static)
             return arith.cmpi(arith.CmpIPredicate.ne, got, _splat(arith.ConstantOp(i8, 0).result, dst_n))
-        buf = self.scratch(elem, math.prod(src_dist.shape))
+        buf = self.scratch(elem, math.prod(src_dist.shape), align=16)
         lin = linear_index(src_coords, row_major_strides(src_dist.shape), src_dist.num_registers)
         gpu.barrier()
         for r, (v, i) in enumerate(zip(_elements(src_vec, src_dist.num_registers), _elements(lin, src_dist.num_registers))):
             memref.StoreOp(v, buf, [to_index(i)])
         gpu.barrier()
-        return _from_elements([memref.LoadOp(buf, [to_index(i)]).result for i in _elements(targets, dst_n)], elem)
+        at = _elements(targets, dst_n)
+        if static is None:
+            return _from_elements([memref.LoadOp(buf, [to_index(i)]).result for i in at], elem)
+        out = [None] * dst_n
+        for r, w, base, offset in vector_reads(static, _bits(elem) // 8):
+            out[r : r + w] = load_run(buf, w, to_index(arith.addi(at[base], _i32(offset)) if offset else at[base]), elem)
+        for r, first in repeats(static).items():
+            out[r] = out[first]
+        return _from_elements(out, elem)
 
     # ---- translation ---------------------------------------------------------------
     def value(self, v):

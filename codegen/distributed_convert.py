@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, vector
+from mlir.dialects import arith, gpu, memref
 
 from ..dialects.layout import element_bits as bits
 from ..dialects.layout import encoding_of
@@ -49,7 +49,7 @@ from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import MAX_SHARED, SharedTile
 from .distributed_layout import MmaDistribution, row_major_strides
-from .register_vectors import elements, from_elements, i32, linear_index, splat
+from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
 from .static_registers import constant_offset_groups, static_values, thread_coords
 
 
@@ -82,29 +82,13 @@ def _accesses(self, dist, tile: SharedTile, chunk=None):
     return [(r, w, to_index(tile.offset(rows[r], cols[r]))) for r in picked]
 
 
-def _put(buf, vals: list, r: int, w: int, at, elem):
-    """Registers r .. r + w - 1 into `buf` at element `at`: one vector store, or a scalar one."""
-    if w == 1:
-        memref.StoreOp(vals[r], buf, [at])
-    else:
-        vector.StoreOp(from_elements(vals[r : r + w], elem), buf, [at], alignment=w * bits(elem) // 8)
-
-
-def _get(buf, w: int, at, elem) -> list:
-    """w elements of `buf` from element `at`: one vector load, or a scalar one."""
-    if w == 1:
-        return [memref.LoadOp(buf, [at]).result]
-    vty = ir.VectorType.get([w], elem)
-    return elements(vector.LoadOp(vty, buf, [at], alignment=w * bits(elem) // 8).result, w)
-
-
 def stage(self, value, tile: SharedTile, chunk=None):
     """Every register of a 2-D tile into the shared tile (swizzled); vector stores along rows
     where possible. With `chunk` (a `_RowChunks` and a chunk number), only that chunk's rows."""
     dist = self.dist(value)
     vals = elements(self.value(value), dist.num_registers)
     for r, w, at in _accesses(self, dist, tile, chunk):
-        _put(tile.buf, vals, r, w, at, tile.elem)
+        store_run(tile.buf, vals, r, w, at, tile.elem)
 
 
 def _fits(t: ir.RankedTensorType) -> bool:
@@ -168,7 +152,7 @@ def op_tile_convert_layout(self, op):
         stage(self, src, tile, (chunks, c))
         gpu.barrier()
         for r, w, at in _accesses(self, dst_dist, tile, (chunks, c)):
-            out[r : r + w] = _get(tile.buf, w, at, t.element_type)
+            out[r : r + w] = load_run(tile.buf, w, at, t.element_type)
     self.map[op.results[0]] = from_elements(out, t.element_type)
 
 
@@ -231,7 +215,7 @@ def op_tile_gather(self, op):
     for r in range(0, sn, w):
         at = _padded(lin[r], elem)
         for j in range(0, w, pad):
-            _put(buf, vals, r + j, min(w, pad), to_index(arith.addi(at, i32(j)) if j else at), elem)
+            store_run(buf, vals, r + j, min(w, pad), to_index(arith.addi(at, i32(j)) if j else at), elem)
     gpu.barrier()
     targets = elements(_gathered_positions(self, op, dist, sdist, axis), n)
     at = [None] * n

@@ -49,7 +49,8 @@ def eval_at(self, v, coords: list, n: int, static: list | None = None):
             return held
         src_dist = self.dist(v)
         lin = linear_index(coords, row_major_strides(src_dist.shape), n)
-        return self.exchange(self.value(v), src_dist, self.coords(src_dist), t.element_type, lin, n)
+        at = static and sum(c * s for c, s in zip(static, row_major_strides(src_dist.shape)))
+        return self.exchange(self.value(v), src_dist, self.coords(src_dist), t.element_type, lin, n, at)
     op = v.owner.operation
     if op.name == "tile.arange":
         return arith.addi(coords[0], _splat(_i32(ir.IntegerAttr(op.attributes["start"]).value), n))

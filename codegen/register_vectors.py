@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, vector
+from mlir.dialects import arith, memref, vector
+
+from ..dialects.layout import element_bits
 
 
 def i32(v: int):
@@ -35,3 +37,20 @@ def elements(vec, n: int) -> list:
 
 def from_elements(values: list, elem) -> ir.Value:
     return vector.FromElementsOp(ir.VectorType.get([len(values)], elem), values).result
+
+
+def store_run(buf, vals: list, r: int, w: int, at, elem):
+    """Registers r .. r + w - 1 into `buf` at element `at`: one vector store, or a scalar one."""
+    if w == 1:
+        memref.StoreOp(vals[r], buf, [at])
+    else:
+        vector.StoreOp(from_elements(vals[r : r + w], elem), buf, [at], alignment=w * element_bits(elem) // 8)
+
+
+def load_run(buf, w: int, at, elem) -> list:
+    """w elements of `buf` from element `at`: one vector load, or a scalar one."""
+    if w == 1:
+        return [memref.LoadOp(buf, [at]).result]
+    vty = ir.VectorType.get([w], elem)
+    return elements(vector.LoadOp(vty, buf, [at], alignment=w * element_bits(elem) // 8).result, w)
+

@@ -6,7 +6,10 @@ The GPU codegen uses it to see which registers differ by a constant that is the
 same in every thread: `tile.gather` then computes the shared-memory address of one
 register of each such group and reaches the others by constant offsets, which
 ptxas folds into the loads (`ld.shared [r + 24]`), where each would otherwise
-recompute the whole index expression. The model follows the `arith` semantics of
+recompute the whole index expression; an exchange through shared memory whose
+targets are known (a bias row broadcast into a matmul accumulator's layout) reads
+each distinct run of elements once, as wide a load as the runs allow
+(`vector_reads`). The model follows the `arith` semantics of
 i32 (truncating signed division, the remainder's sign that of the dividend, two's
 complement wrap-around); an op outside it, or a runtime scalar, makes the tile
 not static (None), and the codegen then computes every register as before.
@@ -164,4 +167,40 @@ def constant_offset_groups(values: np.ndarray) -> list[tuple[int, int]]:
         else:
             bases.append(r)
             out.append((r, 0))
+    return out
+
+
+def vector_reads(positions: np.ndarray, elem_bytes: int) -> list[tuple[int, int, int, int]]:
+    """A plan for reading `positions` ([threads, registers] element positions in a
+    buffer) with as few loads as every thread can share: per load, (first register,
+    width, base register, offset), the load reading `width` consecutive elements from the
+    position of register `base` plus `offset` (the same in every thread) into registers
+    first .. first + width - 1. A register whose position an earlier register already reads
+    in every thread (a broadcast's repeats) gets no load: `repeats` says whose value it takes.
+    A load is as wide as the positions run consecutively and stay aligned to the width in
+    every thread, at most 16 bytes."""
+    n = positions.shape[1]
+    plan, done = [], set(repeats(positions))
+    for r in range(n):
+        if r in done:
+            continue
+        w = 1
+        while (w * 2 * elem_bytes <= 16 and r + w * 2 <= n and (positions[:, r] % (w * 2) == 0).all()
+               and all((positions[:, r + k] == positions[:, r] + k).all() and r + k not in done for k in range(w * 2))):
+            w *= 2
+        done.update(range(r, r + w))
+        plan.append((r, w))
+    firsts = positions[:, [r for r, _ in plan]]
+    return [(r, w, plan[b][0], off) for (r, w), (b, off) in zip(plan, constant_offset_groups(firsts))]
+
+
+def repeats(positions: np.ndarray) -> dict[int, int]:
+    """Registers whose position equals an earlier register's in every thread: {register: that earlier one}."""
+    seen, out = {}, {}
+    for r in range(positions.shape[1]):
+        key = positions[:, r].tobytes()
+        if key in seen:
+            out[r] = seen[key]
+        else:
+            seen[key] = r
     return out

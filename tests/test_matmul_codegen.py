@@ -145,6 +145,9 @@ def test_wgmma_matmul(cfg, groups, n, monkeypatch):
     assert launcher.metadata["shared_bytes"] <= ring_bytes + 1024
     assert ptx.count("st.global.v4.b32") == cfg["BM"] * cfg["BN"] * 2 // 16 // (32 * cfg["num_warps"])
     assert "ld.shared.v4.b32" in ptx
+    # The bias row reaches the accumulator's layout in one 8-byte read per pair of columns a
+    # thread holds (BN / 8), whatever rows hold them: no read per register (exchange's vector_reads).
+    assert ptx.count("ld.shared.v2.b32") == cfg["BN"] // 8 and "ld.shared.b32" not in ptx
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
     _assert_no_loop_spills(launcher, "HGMMA")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from tile.codegen.static_registers import _BINARY, constant_offset_groups
+from tile.codegen.static_registers import _BINARY, constant_offset_groups, repeats, vector_reads
 
 A = np.array([-(2 ** 31), -70000, -7, -1, 0, 1, 6, 7, 9, 65537, 2 ** 31 - 1], dtype=np.int64)
 B = np.array([3, -3, 7, 1024, -1, 5, 2, 3, -8, 2 ** 16, 2 ** 31 - 1], dtype=np.int64)
@@ -92,3 +92,21 @@ def test_epilogue_row_chunks_split_both_layouts():
     assert (chunks.count, chunks.bit) == (2, 3)
     assert _row_chunks(translator, (src, dst), 128, 128).count == 1
     assert _row_chunks(translator, (src, dst), 128, 32) is None
+
+
+def test_vector_reads_share_repeats_and_widen_aligned_runs():
+    """Two threads; registers 0-3 read a run of four from a 4-aligned start, 4-5 repeat 0-1,
+    6-7 a run of two from an odd start in thread 1 (so one element at a time, the second
+    addressed from the first), 8-9 a pair
+    at a constant distance from register 0's."""
+    pos = np.array([[8, 9, 10, 11, 8, 9, 20, 21, 16, 17],
+                    [4, 5, 6, 7, 4, 5, 3, 4, 12, 13]])
+    assert repeats(pos) == {4: 0, 5: 1}
+    plan = vector_reads(pos, elem_bytes=4)
+    assert plan == [(0, 4, 0, 0), (6, 1, 6, 0), (7, 1, 6, 1), (8, 2, 0, 8)]
+    covered = sorted(r + k for r, w, _, _ in plan for k in range(w))
+    assert covered == [0, 1, 2, 3, 6, 7, 8, 9]
+    for r, w, base, offset in plan:  # each load reads what its registers want, in every thread
+        for k in range(w):
+            np.testing.assert_array_equal(pos[:, base] + offset + k, pos[:, r + k])
+    assert max(w for _, w, _, _ in vector_reads(pos, elem_bytes=8)) == 2  # at most 16 bytes a load
