@@ -1,7 +1,8 @@
-"""The matmul measurements made in rounds (harness.py runs them after the points): tile's
-matmul against Triton's and cuBLAS, and the bias+gelu epilogue's cost over the plain GEMM,
-each timed back to back on the same inputs in rounds that alternate the order (ABBA), so
-that the clock drift of a GPU held at its power cap cancels."""
+"""The matmul measurements made in interleaved launches (harness.py runs them after the
+points): tile's matmul against Triton's and cuBLAS, and the bias+gelu epilogue's cost over
+the plain GEMM, each launched in turn on the same inputs, one launch each per step, so that
+the clock drift of a GPU held at its power cap cancels. (Before 2026-12-04 17:09 these were
+ABBA rounds of whole medians: six ratios a point, spread over +-3-5%.)"""
 
 from __future__ import annotations
 
@@ -9,29 +10,52 @@ import statistics
 
 import report
 from implementations import MATMUL_KERNELS, PERSISTENT, make_inputs, tile_impl, torch_impl, triton_impl
-from timing import MATMUL_TIMING, ROUNDS, time_ms
 
 
-def abba_rounds(fns: dict, args: tuple) -> list[dict]:
-    """2 * ROUNDS rounds of the functions timed back to back on the same inputs, in turn
-    in their order and reversed (ABBA): each round's times, {name: ms}."""
+LAUNCHES = 300  # interleaved launches per function: a median ratio to within a few tenths of a percent
+
+
+def interleaved_launches(fns: dict, args: tuple, launches: int = LAUNCHES) -> list[dict]:
+    """The functions launched in turn, one launch each per step, `launches` steps, the
+    order rotated from step to step, each launch bracketed by its own CUDA events: each
+    step's times, {name: ms}. A step's launches run back to back on the GPU, at one clock
+    state, so the ratio of two of them cancels the drift of a GPU held at its power cap
+    (whole medians timed seconds apart differ by several percent on it); the median of
+    many steps' ratios is then precise to a few tenths of a percent."""
     import torch
 
-    rounds = []
-    for r in range(2 * ROUNDS):
-        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
-        rounds.append({k: time_ms(lambda: fns[k](*args), torch.cuda.synchronize, **MATMUL_TIMING)[0] for k in order})
-    return rounds
+    names = list(fns)
+    for k in names:  # warm-up: the first launch of each pays for loading its module
+        fns[k](*args)
+    torch.cuda.synchronize()
+    events = []
+    for i in range(launches):
+        order = names[i % len(names):] + names[:i % len(names)]
+        step = {}
+        for k in order:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fns[k](*args)
+            end.record()
+            step[k] = (start, end)
+        events.append(step)
+    torch.cuda.synchronize()
+    return [{k: s.elapsed_time(e) for k, (s, e) in step.items()} for step in events]
+
+
+def ratio_summary(steps: list[dict], num: str, den: str) -> dict:
+    """The median over the steps of num's time over den's, and its quartiles."""
+    each = statistics.quantiles([t[num] / t[den] for t in steps], n=4)
+    return {"median": each[1], "low": each[0], "high": each[2]}
 
 
 def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
     """tile's plain matmul, both ways (one program per tile, and persistent), against Triton's
-    (at the config it was fastest with at that size, `choice`) and torch's, in ABBA rounds
-    (`abba_rounds`): per size and tile kernel, the median over the rounds of Triton's time
-    over tile's and torch's over tile's (their spread: the lowest and highest round). Each
-    point's best-of-rounds figures compare implementations timed seconds apart on a GPU
-    whose clocks drift by several percent under this load (the first timed, on a cool GPU,
-    gains); timed back to back, in alternating order, the drift cancels."""
+    (at the config it was fastest with at that size, `choice`) and torch's, in interleaved
+    launches (`interleaved_launches`): per size and tile kernel, the median over the steps of
+    Triton's time over tile's and torch's over tile's, with their quartiles. Each point's
+    best-of-rounds figures compare implementations timed seconds apart on a GPU whose clocks
+    drift by several percent under this load; launched in turn, the drift cancels."""
     import torch
 
     out = []
@@ -42,12 +66,12 @@ def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
         tiles = {"one program per tile": None, "persistent": PERSISTENT}
         fns = {name: tile_impl("matmul", shape, pick, overrides)[0] for name, pick in tiles.items()}
         fns.update({"triton": triton_impl("matmul", shape, choice.get(("triton", n)))[0], "torch": torch_impl("matmul")})
-        rounds = abba_rounds(fns, args)
+        steps = interleaved_launches(fns, args)
         for name in tiles:
-            entry = {"size": n, "tile_choice": name, "rounds": rounds}
+            entry = {"size": n, "tile_choice": name, "launches": len(steps),
+                     "median_ms": {k: statistics.median(t[k] for t in steps) for k in (name, "triton", "torch")}}
             for other in ("triton", "torch"):
-                each = sorted(t[other] / t[name] for t in rounds)
-                entry[f"vs_{other}"] = {"median": statistics.median(each), "low": each[0], "high": each[-1]}
+                entry[f"vs_{other}"] = ratio_summary(steps, other, name)
             out.append(entry)
         del args
     return out
@@ -56,11 +80,10 @@ def paired_matmul(sizes, overrides: dict, choice: dict) -> list[dict]:
 def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
     """The bias+gelu epilogue's cost over the plain GEMM, per implementation (tile and Triton,
     each with what its plain matmul was fastest with at that size, `choice`) and size: the
-    two kernels timed back to back on the same inputs, 2 * ROUNDS
-    times, in turn first and second (ABBA), and the cost the median of the rounds' ratios.
-    Timed apart, as the matmul points are, the second kernel runs on a GPU that has been
-    hot for longer, at lower clocks, and the drift reads as epilogue cost; so does it
-    within a round, which the alternating order cancels."""
+    two kernels launched in turn on the same inputs (`interleaved_launches`), the cost the
+    median of the steps' ratios (with its quartiles). Timed apart, as the matmul points are,
+    the second kernel runs on a GPU that has been hot for longer, at lower clocks, and the
+    drift would read as epilogue cost."""
     import torch
 
     out = []
@@ -73,11 +96,11 @@ def epilogue_cost(sizes, overrides: dict, choice: dict) -> list[dict]:
             make = ((lambda k: tile_impl(k, shape, pick, overrides)) if impl == "tile"
                     else (lambda k: triton_impl(k, shape, pick)))
             impls = {k: make(k) for k in MATMUL_KERNELS}
-            fns = {k: fn for k, (fn, _) in impls.items()}
-            rounds = abba_rounds(fns, (a, b, bias))
-            med = {k: statistics.median(t[k] for t in rounds) for k in fns}
-            ratio = statistics.median(t["matmul_bias_gelu"] / t["matmul"] for t in rounds)
-            out.append({"impl": impl, "size": n, "config": report.config_label(impls["matmul"][1]), "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"],
-                        "cost_pct": 100 * (ratio - 1), "rounds": rounds})
+            steps = interleaved_launches({k: fn for k, (fn, _) in impls.items()}, (a, b, bias))
+            med = {k: statistics.median(t[k] for t in steps) for k in MATMUL_KERNELS}
+            cost = {k: 100 * (v - 1) for k, v in ratio_summary(steps, "matmul_bias_gelu", "matmul").items()}
+            out.append({"impl": impl, "size": n, "config": report.config_label(impls["matmul"][1]),
+                        "plain_ms": med["matmul"], "gelu_ms": med["matmul_bias_gelu"], "cost_pct": cost["median"],
+                        "cost_quartiles_pct": [cost["low"], cost["high"]], "launches": len(steps)})
         del a, b, bias
     return out

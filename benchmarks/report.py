@@ -138,27 +138,39 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
                   "as its autotuner skips them); tile at its one config, one program per output tile or a "
                   "persistent grid of one program per SM (`programs` in its config), whichever is faster.", ""]
         table(compute, "TFLOP/s", triton_configs=True)
+    interleaved = [e for e in bandwidth if "interleaved" in e]
+    if interleaved:
+        lines += ["", "## Memory-bound points in interleaved launches", "",
+                  "tile and Triton, each at its fastest config above, launched in turn on the same inputs, one launch "
+                  "each per step: the median over the steps of Triton's time over tile's (above 1x: tile is faster) "
+                  "and its quartiles, which a best-of-rounds ratio, at the memory's limit within tenths of a percent, "
+                  "cannot resolve.", "",
+                  "| kernel | shape | launches | tile vs Triton | quartiles |", "|---|---|---|---|---|"]
+        for e in interleaved:
+            t = e["interleaved"]["vs_triton"]
+            lines.append(f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['interleaved']['launches']} | "
+                         f"{t['median']:.4f}x | {t['low']:.4f}x to {t['high']:.4f}x |")
     if meta.get("paired"):
-        lines += ["", "## Matmul in paired rounds (ABBA)", "",
+        lines += ["", "## Matmul in interleaved launches", "",
                   "tile's plain matmul (one program per tile, and persistent), Triton's (its fastest config) and "
-                  "torch's, timed back to back on the same inputs in rounds that alternate the order, so that "
-                  "clock drift cancels: per size, the median over the rounds of the other's time over tile's "
-                  "(above 1x: tile is faster), and its spread (the lowest and highest round).", "",
-                  "| size | tile | tile vs Triton | rounds | tile vs torch (cuBLAS) | rounds |", "|---|---|---|---|---|---|"]
+                  "torch's, launched in turn on the same inputs, one launch each per step, the order rotated "
+                  "from step to step, so that clock drift cancels: per size, the median over the steps of the "
+                  "other's time over tile's (above 1x: tile is faster), and its quartiles.", "",
+                  "| size | tile | launches | tile vs Triton | quartiles | tile vs torch (cuBLAS) | quartiles |",
+                  "|---|---|---|---|---|---|---|"]
         for x in meta["paired"]:
             t, c = x["vs_triton"], x["vs_torch"]
-            lines.append(f"| {x['size']}³ | {x['tile_choice']} | {t['median']:.3f}x | {t['low']:.3f}x to {t['high']:.3f}x | "
-                         f"{c['median']:.3f}x | {c['low']:.3f}x to {c['high']:.3f}x |")
+            lines.append(f"| {x['size']}³ | {x['tile_choice']} | {x.get('launches', '')} | {t['median']:.3f}x | "
+                         f"{t['low']:.3f}x to {t['high']:.3f}x | {c['median']:.3f}x | {c['low']:.3f}x to {c['high']:.3f}x |")
     if meta.get("epilogue"):
-        lines += ["", "## Epilogue cost (ABBA rounds)", "",
-                  "The bias+gelu kernel's time over the plain GEMM's: the two timed back to back on the same inputs, "
-                  "in rounds that alternate which goes first (ABBA), so that clock drift does not count as cost; "
-                  "the cost is the median of the rounds' ratios (its spread: the lowest and highest round), "
-                  "the times the medians of the rounds.", "",
-                  "| implementation | size | config | plain ms | bias+gelu ms | cost | rounds |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "## Epilogue cost (interleaved launches)", "",
+                  "The bias+gelu kernel's time over the plain GEMM's: the two launched in turn on the same inputs, "
+                  "one launch each per step, so that clock drift does not count as cost; the cost is the median of "
+                  "the steps' ratios (with its quartiles), the times the medians of the launches.", "",
+                  "| implementation | size | config | plain ms | bias+gelu ms | cost | quartiles |", "|---|---|---|---|---|---|---|"]
         for x in meta["epilogue"]:
-            each = sorted(100 * (t["matmul_bias_gelu"] / t["matmul"] - 1) for t in x.get("rounds", []))
-            spread = f"{each[0]:.1f}% to {each[-1]:.1f}%" if each else ""
+            low, high = x.get("cost_quartiles_pct", (None, None))
+            spread = f"{low:.1f}% to {high:.1f}%" if low is not None else ""
             lines.append(f"| {x['impl']} | {x['size']}³ | {x.get('config', '')} | {x['plain_ms']:.4f} | {x['gelu_ms']:.4f} | "
                          f"{x['cost_pct']:.1f}% | {spread} |")
     failures = [(e, i, r) for e in results for i, r in e["impls"].items() if r["status"] != "ok"]

@@ -56,6 +56,7 @@ from .tile_cpu_grid import kernel_functions
 from .distributed_async_copy import MAX_SHARED
 from .held_registers import defer, is_elementwise, only_read_through
 from .static_registers import repeats, vector_reads
+from .distributed_tma import bulk_reads_done
 
 MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
@@ -82,6 +83,7 @@ class Translator:
         self.has_dot = bool(dots)
         # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.
         self.has_wgmma = any(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
+        self.has_tma_store = any(o.name == "tile.tma_store" for o in all_ops(fn))
         with ir.InsertionPoint(block):
             tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
@@ -147,6 +149,8 @@ class Translator:
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int, align: int = 1):
+        if self.has_tma_store:  # nothing is written before earlier TMA stores have read it
+            bulk_reads_done(self)
         base = -(-self.scratch_base // align) * align
         self.scratch_uses += 1
         nbytes = count * _bits(elem) // 8
@@ -253,6 +257,8 @@ class Translator:
         self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.grid_dim(dim))
 
     def op_func_return(self, op):
+        if self.has_tma_store:  # the block's shared memory outlives the TMA stores' reads of it
+            bulk_reads_done(self, barrier=False)
         gpu.ReturnOp([])
 
     def op_scf_yield(self, op):
@@ -298,7 +304,7 @@ class Translator:
                                          op_tile_async_copy, op_tile_async_commit, op_tile_async_wait)
     from .distributed_convert import op_tile_convert_layout, op_tile_gather  # noqa: E402
     from .distributed_tma import (op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait,  # noqa: E402
-                                  op_tile_mbarrier_dealloc)
+                                  op_tile_mbarrier_dealloc, op_tile_tma_store)
 
 
 def read_only_arguments(fn) -> set:

@@ -20,7 +20,7 @@ free of bank conflicts. Where shared memory is short (a persistent matmul's
 ring stays live through the epilogue, `passes/next_tile_copies.py`), the tile
 goes through in row chunks, one after another through one buffer: chunks by
 bits of the row number that every register of both layouts fixes, so that
-which registers make a chunk is known at compile time (`_RowChunks`). Without a dot the same path serves any 2-D tile of 16-
+which registers make a chunk is known at compile time (`Chunks`, `chunks_of`). Without a dot the same path serves any 2-D tile of 16-
 or 32-bit elements; other conversions go element by element (`Translator.exchange`).
 
 `op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
@@ -69,22 +69,23 @@ def _run(dist, unit: int) -> int:
 
 def _accesses(self, dist, tile: SharedTile, chunk=None):
     """(first register, width, element index in the tile's buffer) of each access; with
-    `chunk` ((`_RowChunks`, number)), of the registers in that chunk, at their rows in it."""
+    `chunk` ((`Chunks`, number)), of the registers in that chunk, at their place in it."""
     n = dist.num_registers
-    rows, cols = self.coords(dist)
+    coords = list(self.coords(dist))
     w = _run(dist, tile.unit)
     picked = range(0, n, w)
     if chunk is not None and chunk[0].count > 1:
-        held = thread_coords(dist, self.threads)[0][0]
-        picked = [r for r in picked if chunk[0].of(int(held[r])) == chunk[1]]
-        rows = chunk[0].rows(rows)
-    rows, cols = elements(rows, n), elements(cols, n)
+        split, number = chunk
+        held = thread_coords(dist, self.threads)[split.axis][0]
+        picked = [r for r in picked if split.of(int(held[r])) == number]
+        coords[split.axis] = split.within(coords[split.axis])
+    rows, cols = (elements(c, n) for c in coords)
     return [(r, w, to_index(tile.offset(rows[r], cols[r]))) for r in picked]
 
 
 def stage(self, value, tile: SharedTile, chunk=None):
     """Every register of a 2-D tile into the shared tile (swizzled); vector stores along rows
-    where possible. With `chunk` (a `_RowChunks` and a chunk number), only that chunk's rows."""
+    where possible. With `chunk` (a `Chunks` and a chunk number), only that chunk's."""
     dist = self.dist(value)
     vals = elements(self.value(value), dist.num_registers)
     for r, w, at in _accesses(self, dist, tile, chunk):
@@ -96,37 +97,41 @@ def _fits(t: ir.RankedTensorType) -> bool:
 
 
 @dataclass(frozen=True)
-class _RowChunks:
-    """A tile's rows in `count` chunks by `log2(count)` bits of the row number from `bit` up,
-    chosen so that in each layout every register holds rows of one chunk in every thread:
-    a chunk is then a compile-time set of registers, staged and read back on its own.
-    `rows` maps a row number to its row in the chunk's buffer (those bits taken out)."""
+class Chunks:
+    """A tile in `count` chunks along `axis` (rows: 0) by `log2(count)` bits of the coordinate
+    from `bit` up, chosen so that in each layout every register holds elements of one chunk
+    in every thread: a chunk is then a compile-time set of registers, staged (and read back)
+    on its own. `within` maps a coordinate to its place in the chunk's buffer (those bits
+    taken out)."""
 
     count: int
     bit: int
+    axis: int = 0
 
-    def of(self, row: int) -> int:
-        return (row >> self.bit) % self.count
+    def of(self, coord: int) -> int:
+        return (coord >> self.bit) % self.count
 
-    def rows(self, row):
-        n = ir.VectorType(row.type).shape[0]
-        low = arith.andi(row, splat(i32((1 << self.bit) - 1), n))
-        high = arith.shrui(row, splat(i32(self.bit + self.count.bit_length() - 1), n))
+    def within(self, coord):
+        n = ir.VectorType(coord.type).shape[0]
+        low = arith.andi(coord, splat(i32((1 << self.bit) - 1), n))
+        high = arith.shrui(coord, splat(i32(self.bit + self.count.bit_length() - 1), n))
         return arith.ori(low, arith.shli(high, splat(i32(self.bit), n)))
 
 
-def _row_chunks(self, dists, rows: int, fit_rows: int) -> _RowChunks | None:
-    """The fewest chunks of at most `fit_rows` rows that split both layouts' registers (see
-    `_RowChunks`), or None if no bits of the row number do."""
+def chunks_of(self, dists, extent: int, fit: int, axis: int = 0, contiguous: bool = False) -> Chunks | None:
+    """The fewest chunks along `axis` of at most `fit` rows (or columns) that split the
+    layouts' registers (see `Chunks`), or None if no bits of the coordinate do;
+    `contiguous`: chunks of consecutive rows (or columns), by the top bits."""
     count = 1
-    while rows // count > fit_rows:
+    while extent // count > fit:
         count *= 2
-    if count > rows:
+    if count > extent:
         return None
-    held = [thread_coords(d, self.threads)[0] for d in dists]
-    for bit in range(rows.bit_length() - count.bit_length() + 1):
-        if all(((r >> bit) % count == (r[:1] >> bit) % count).all() for r in held):
-            return _RowChunks(count, bit)
+    held = [thread_coords(d, self.threads)[axis] for d in dists]
+    top = extent.bit_length() - count.bit_length()
+    for bit in [top] if contiguous else range(top + 1):
+        if all(((c >> bit) % count == (c[:1] >> bit) % count).all() for c in held):
+            return Chunks(count, bit, axis)
     return None
 
 
@@ -140,7 +145,7 @@ def op_tile_convert_layout(self, op):
     # Shared memory above the buffers that stay live (a ring the next tile's copies fill):
     # the tile in as few row chunks as fit, one after another through the same buffer.
     free = MAX_SHARED - -(-self.scratch_base // 1024) * 1024
-    chunks = _row_chunks(self, (src_dist, dst_dist), rows, free // (cols * bits(t.element_type) // 8))
+    chunks = chunks_of(self, (src_dist, dst_dist), rows, free // (cols * bits(t.element_type) // 8))
     if chunks is None:
         raise TileError(f"tile too large: converting a {rows}x{cols} tile between layouts needs more shared memory "
                         f"than the {free} bytes left: use smaller tiles or fewer stages")

@@ -16,6 +16,16 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
 - `tile.mbarrier_dealloc`: a barrier (every thread is past its last wait), then
   thread 0 `nvvm.mbarrier.inval` on each (PTX wants an mbarrier invalidated before
   its memory is initialized again).
+- `tile.tma_store`: every thread writes its registers of the tile into shared
+  memory laid out as the tensor map's boxes (`stage`, the 128-byte swizzle the
+  map names), `fence.proxy.async` (the TMA unit reads through the async proxy), a
+  barrier, then thread 0 issues one `nvgpu.tma.async.store` per box and commits
+  them as one bulk group; nobody waits for the writes. Where shared memory above
+  the live buffers is short, the tile goes a few panels of columns at a time.
+  Shared memory the stores read must not be written again before they have read
+  it: in a kernel with TMA stores every later use of the scratch memory (and the
+  kernel's end) first has thread 0 wait for that (`cp.async.bulk.wait_group.read 0`,
+  `bulk_reads_done`), then a barrier.
 
     # before (tile-opt stage)
     "tile.tma_load"(%ring, %slot, %bars, %desc, %row, %col, %live) {box = [128, 32], swizzle = 64}
@@ -32,7 +42,10 @@ from mlir import ir
 from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf
 
 from ..dialects.layout import element_bits as bits
+from ..frontend.errors import TileError
 from .convert_tile_to_linalg import const_index, to_index
+from .distributed_async_copy import MAX_SHARED, SharedTile
+from .distributed_convert import chunks_of, stage
 from .register_vectors import i32
 
 _SPACE = "#gpu.address_space<workgroup>"
@@ -63,9 +76,7 @@ def op_tile_tma_load(self, op):
     swizzle = ir.IntegerAttr(op.attributes["swizzle"]).value
     elem = ring.elem
     box = ir.MemRefType.get([rows, panel], elem, memory_space=ir.Attribute.parse(_SPACE))
-    desc_t = ir.Type.parse(f"!nvgpu.tensormap.descriptor<tensor = {box}, swizzle = {_SWIZZLE[swizzle]}, "
-                           "l2promo = none, oob = zero, interleave = none>")
-    desc = builtin.UnrealizedConversionCastOp([desc_t], [self.value(desc_v)]).result
+    desc = _descriptor(self, desc_v, [rows, panel], elem, swizzle)
     bars, slot = self.map[bars_v], self.value(slot_v)
     lane0 = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, self.lane, i32(0)), self.value(live))
     bar_id = to_index(slot)
@@ -104,3 +115,58 @@ def op_tile_mbarrier_dealloc(self, op):
             address = nvgpu.MBarrierGetOp(i32_type, bars, const_index(s)).result
             nvvm.MBarrierInvalOp(llvm.IntToPtrOp(shared, address).result)
         scf.YieldOp([])
+
+
+def _descriptor(self, desc_v, box: list[int], elem, swizzle: int):
+    """The tensor-map argument as the nvgpu descriptor type of its box."""
+    shape = ir.MemRefType.get(box, elem, memory_space=ir.Attribute.parse(_SPACE))
+    desc_t = ir.Type.parse(f"!nvgpu.tensormap.descriptor<tensor = {shape}, swizzle = {_SWIZZLE[swizzle]}, "
+                           "l2promo = none, oob = zero, interleave = none>")
+    return builtin.UnrealizedConversionCastOp([desc_t], [self.value(desc_v)]).result
+
+
+def op_tile_tma_store(self, op):
+    desc_v, row_v, col_v, value = op.operands
+    t = ir.RankedTensorType(value.type)
+    rows, cols = t.shape
+    box = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["box"])]
+    swizzle = ir.IntegerAttr(op.attributes["swizzle"]).value
+    elem, panel = t.element_type, box[1]
+    # Above the buffers that stay live (a ring the next tile's copies fill): as many panels at a time as fit.
+    base = -(-self.scratch_base // 1024) * 1024
+    fit = (MAX_SHARED - base) // (rows * bits(elem) // 8) // panel * panel
+    chunks = chunks_of(self, (self.dist(value),), cols, max(fit, panel), axis=1, contiguous=True) if fit else None
+    if chunks is None:
+        raise TileError(f"tile too large: storing a {rows}x{cols} tile through shared memory needs {rows * panel * bits(elem) // 8} "
+                        f"bytes or more, and {MAX_SHARED - base} are left: use smaller tiles or fewer stages")
+    width = cols // chunks.count
+    buf = self.scratch(elem, rows * width, align=1024)  # after bulk_reads_done: earlier readers are done
+    tile = SharedTile(buf, i32(0), rows, width, elem)
+    desc = _descriptor(self, desc_v, box, elem, swizzle)
+    row, col = to_index(self.value(row_v)), to_index(self.value(col_v))
+    box_bytes = rows * panel * bits(elem) // 8
+    for c in range(chunks.count):
+        if c:
+            bulk_reads_done(self)  # the previous chunk's stores have read the buffer
+        stage(self, value, tile, (chunks, c))
+        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+        gpu.barrier()
+        first = scf.IfOp(_first_thread(self))
+        with ir.InsertionPoint(first.then_block):
+            for p in range(width // panel):
+                src = memref.ViewOp(ir.MemRefType.get(box, elem, memory_space=ir.Attribute.parse(_SPACE)), self._scratch,
+                                    const_index(base + p * box_bytes), []).result
+                nvgpu.TmaAsyncStoreOp(src, desc, [arith.addi(col, const_index(c * width + p * panel)), row])
+            nvvm.CpAsyncBulkCommitGroupOp()
+            scf.YieldOp([])
+
+
+def bulk_reads_done(self, barrier: bool = True):
+    """Thread 0 waits until its TMA stores have read their shared memory; then (`barrier`)
+    every thread waits for thread 0, so that the memory may be written again."""
+    first = scf.IfOp(_first_thread(self))
+    with ir.InsertionPoint(first.then_block):
+        nvvm.CpAsyncBulkWaitGroupOp(0, read=True)
+        scf.YieldOp([])
+    if barrier:
+        gpu.barrier()

@@ -53,6 +53,9 @@ def tile_opt(options: dict) -> list[str]:
         if options["target"] == "sm_90a" and divisible:  # TMA for aligned whole blocks, else cp.async rings
             tma = f" tma=1 divisible-args={divisible}"
         passes.append(f"tile-pipeline{{num-stages={options['num_stages']}{tma}}}")
+    if options.get("codegen", "distributed") == "distributed" and options["target"] == "sm_90a" \
+            and options.get("divisible_args"):
+        passes.append(f"tile-tma-stores{{divisible-args={options['divisible_args']}}}")
     return passes
 
 

@@ -1,6 +1,7 @@
 """The ops `tile-pipeline` makes (GPU only): shared-memory rings filled by
 asynchronous copies, `cp.async` on sm_80 and TMA (`cp.async.bulk.tensor`)
-completing on mbarriers on sm_90a, and the wait for a `dot` left in flight.
+completing on mbarriers on sm_90a, and the wait for a `dot` left in flight;
+and the TMA store `tile-tma-stores` makes of an accumulator's store.
 """
 
 from __future__ import annotations
@@ -172,6 +173,31 @@ def tma_load(buffer, slot, barriers, descriptor, row, col, live, box: list[int],
     """
     attrs = {"box": ir.ArrayAttr.get([_i32(b) for b in box]), "swizzle": _i32(swizzle)}
     return create("tma_load", [], [buffer, slot, barriers, descriptor, row, col, live], attrs, loc=loc, ip=ip)
+
+
+def _verify_tma_store(op):
+    box = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["box"])]
+    shape = _shape(op.operands[3].type)
+    if len(box) != 2 or len(shape) != 2 or shape[0] % box[0] or shape[1] % box[1]:
+        return f"box {box} does not tile the {shape} tile (whole boxes of rows and of 128-byte panels)"
+    if str(op.operands[0].type) != "!llvm.ptr":
+        return "the descriptor is a !llvm.ptr (to a CUtensorMap)"
+
+
+@define("tma_store", operands=[("descriptor", "any"), ("row", "i32"), ("col", "i32"), ("value", "tensor")],
+        attributes=["box", "swizzle"], verify=_verify_tma_store)
+def tma_store(descriptor, row, col, value, box: list[int], swizzle: int, *, loc=None, ip=None) -> ir.Operation:
+    """Write the tile `value` to the block at (`row`, `col`) of the tensor that `descriptor`
+    (a CUtensorMap) describes, through shared memory and TMA stores (`cp.async.bulk.tensor`,
+    shared to global): one `box` of rows x columns per 128-byte panel, elements outside the
+    tensor's bounds not written. The stores complete asynchronously; shared memory they read
+    is not reused before they have read it.
+
+    "tile.tma_store"(%desc, %row, %col, %v) {box = [64 : i32, 64 : i32], swizzle = 128 : i32}
+        : (!llvm.ptr, i32, i32, tensor<128x256xbf16, #tile.wgmma<[2, 1]>>) -> ()
+    """
+    attrs = {"box": ir.ArrayAttr.get([_i32(b) for b in box]), "swizzle": _i32(swizzle)}
+    return create("tma_store", [], [descriptor, row, col, value], attrs, loc=loc, ip=ip)
 
 
 @define("mbarrier_dealloc", operands=[("barriers", "memref")])

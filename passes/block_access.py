@@ -1,5 +1,6 @@
-"""Whether a 2-D `tile.load` reads a block of a row-major tensor masked exactly at
-the tensor's bounds: the copy a TMA unit does in hardware (`tile-pipeline`).
+"""Whether a 2-D `tile.load` reads (or a `tile.store` writes) a block of a row-major
+tensor masked exactly at the tensor's bounds: the copy a TMA unit does in hardware
+(`tile-pipeline`, `tile-tma-stores`).
 
     offsets = rm[:, None] * s + rc[None, :]     rm = r0 + arange(R), rc = c0 + arange(C)
     mask    = (rm[:, None] < rows) & (rc[None, :] < cols)
@@ -125,8 +126,11 @@ def _mask_term(v):
 
 
 def _pair(v, name, term):
-    """The two terms of `name`(a, b), ordered by axis (rows, then columns), or None."""
+    """The two terms of `name`(a, b), ordered by axis (rows, then columns), or None; through
+    layout conversions (a store's offsets and mask follow its value's layout)."""
     op, _ = _owner(v)
+    while op is not None and op.name == "tile.convert_layout":
+        op, _ = _owner(op.operands[0])
     if op is None or op.name != name:
         return None
     terms = [term(o) for o in op.operands]
@@ -137,9 +141,17 @@ def _pair(v, name, term):
 
 def match_block(load) -> Block | None:
     """The block `load` (a `tile.load` of a 2-D tile) reads, or None if it is not one."""
-    if len(_shape(load.results[0])) != 2:
-        return None
     _, offsets, mask, _ = load.operands
+    return _match(offsets, mask) if len(_shape(load.results[0])) == 2 else None
+
+
+def match_store_block(store) -> Block | None:
+    """The block `store` (a `tile.store` of a 2-D tile) writes, or None if it is not one."""
+    _, offsets, value, mask = store.operands
+    return _match(offsets, mask) if len(_shape(value)) == 2 else None
+
+
+def _match(offsets, mask) -> Block | None:
     offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
     if offs is None or masks is None:
         return None

@@ -20,8 +20,13 @@ def slot_shape(load, b) -> list[int]:
     """The shape of the ring slot that holds `load`'s tile: the tile, or its transpose for a
     transposed block `b` (a TMA copy keeps the tensor's contiguous dim innermost); b is None
     for a load that is not a TMA copy."""
-    shape = list(ir.RankedTensorType(load.results[0].type).shape)
+    shape = list(ir.RankedTensorType(_tile_type(load)).shape)
     return shape[::-1] if b is not None and b.transposed else shape
+
+
+def _tile_type(access):
+    """The tile a `tile.load` reads or a `tile.store` writes."""
+    return access.operands[2].type if access.operation.name == "tile.store" else access.results[0].type
 
 
 def _wgmma_operand(load) -> bool:
@@ -33,37 +38,42 @@ def _wgmma_operand(load) -> bool:
 
 
 def tma_blocks(found, divisible_args: str) -> list | None:
-    """The block (`block_access.py`) each load reads, if every one can be TMA copies: a
-    kernel tensor known 16-byte aligned, bounds and a row stride that are kernel arguments
-    or constants, the stride a known multiple of 16 bytes (what a tensor map requires),
-    and a slot of at most 256 rows in swizzled panels (a transposed block only as an operand
-    of a wgmma dot)."""
+    """The block (`block_access.py`) each load reads, if every one can be TMA copies
+    (`tensor_map_ready`; a transposed block only as an operand of a wgmma dot)."""
     divisible = {int(i) for i in divisible_args.split(",") if i}
     blocks = []
     for load, _ in found:
-        t = ir.RankedTensorType(load.results[0].type)
         b = match_block(load)
-        shape = slot_shape(load, b)
-        if (b is None or b.transposed and not _wgmma_operand(load) or shape[0] > 256
-                or shared_panel(shape[1], element_bits(t.element_type))[1] == 0
-                or _kernel_argument(load.operands[0]) not in divisible
-                or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
-            return None
-        kind, value = _reference(b.stride)
-        if not (value in divisible if kind == "arg" else value * element_bits(t.element_type) % 128 == 0):
+        if (b is None or b.transposed and not _wgmma_operand(load)
+                or not tensor_map_ready(b, load.operands[0], slot_shape(load, b), load.results[0].type, divisible)):
             return None
         blocks.append(b)
     return blocks
 
 
-def add_descriptor(load, b) -> ir.Value:
-    """A new kernel argument: the pointer to the tensor map of `load`'s tensor (which reads
-    block `b`), which the host encodes from the arguments the function's `tile.tma` entry names."""
-    fn = load.parent
+def tensor_map_ready(b, tensor, shape: list[int], tile_type, divisible: set) -> bool:
+    """Whether a tensor map can describe block `b` of kernel tensor `tensor`, moved through
+    a shared tile of `shape`: the tensor known 16-byte aligned, bounds and a row stride that
+    are kernel arguments or constants, the stride a known multiple of 16 bytes (what a
+    tensor map requires), at most 256 rows in swizzled panels."""
+    elem = ir.RankedTensorType(tile_type).element_type
+    if (shape[0] > 256 or shared_panel(shape[1], element_bits(elem))[1] == 0
+            or _kernel_argument(tensor) not in divisible or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
+        return False
+    kind, value = _reference(b.stride)
+    return value in divisible if kind == "arg" else value * element_bits(elem) % 128 == 0
+
+
+def add_descriptor(access, b) -> ir.Value:
+    """A new kernel argument: the pointer to the tensor map of the tensor that `access` (a
+    `tile.load`, or a `tile.store`) reads or writes as block `b`, which the host encodes from
+    the arguments the function's `tile.tma` entry names; its box: the tile's rows x one
+    128-byte panel."""
+    fn = access.parent
     while fn.operation.name != "func.func":
         fn = fn.parent
-    t = ir.RankedTensorType(load.results[0].type)
-    shape = slot_shape(load, b)
+    t = ir.RankedTensorType(_tile_type(access))
+    shape = slot_shape(access, b)
     panel, swizzle = shared_panel(shape[1], element_bits(t.element_type))
     ptr = ir.Type.parse("!llvm.ptr")
     arg = fn.regions[0].blocks[0].add_argument(ptr, fn.location)
@@ -73,7 +83,7 @@ def add_descriptor(load, b) -> ir.Value:
     # The tensor as the copy sees it: rows x cols, row-major (a transposed block's tensor is cols x rows).
     rows, cols = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
     entry = ir.DictAttr.get({
-        "tensor": ir.IntegerAttr.get(i64, _kernel_argument(load.operands[0])),
+        "tensor": ir.IntegerAttr.get(i64, _kernel_argument(access.operands[0])),
         **{k: ir.StringAttr.get("{}:{}".format(*_reference(v)))
            for k, v in (("rows", rows), ("cols", cols), ("stride", b.stride))},
         "box": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, n) for n in (shape[0], panel)]),

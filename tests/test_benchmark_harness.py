@@ -10,6 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import harness  # noqa: E402
 import implementations  # noqa: E402
+import matmul_rounds  # noqa: E402
 import report  # noqa: E402
 
 MATMUL = (4096, 4096, 4096)
@@ -84,14 +85,16 @@ def test_markdown_tables(tmp_path):
                        "torch": impl(0.17, {})}}
     meta = report.run_metadata("harness.py", 4000.0, 1 << 30)
     meta["epilogue"] = [{"impl": "tile", "size": 4096, "config": "128x256x64/8w/4s", "plain_ms": 0.18, "gelu_ms": 0.185,
-                         "cost_pct": 2.7, "rounds": [{"matmul": 0.18, "matmul_bias_gelu": 0.185}]}]
+                         "cost_pct": 2.7, "cost_quartiles_pct": [1.5, 3.25], "launches": 300}]
     def gbs(ms, warps, copy_pct):
         return {"status": "ok", "ms": ms, "gbs": 4000 * 0.1 / ms, "pct_of_copy": 0.4 / ms / 0.04,
                 "pct_of_same_size_copy": copy_pct, "config": {"num_warps": warps}}
 
     softmax = {"kernel": "softmax", "shape": [16384, 4096], "dtype": "float32", "group": "main", "bytes": 1, "copy_gbs": 4100.0,
-               "impls": {"tile": gbs(0.1, 16, 97.56), "triton": gbs(0.1, 16, 97.56), "torch": gbs(0.16, 4, 61.0)}}
-    meta["paired"] = [{"size": 4096, "tile_choice": "persistent", "vs_triton": {"median": 1.021, "low": 0.995, "high": 1.04},
+               "impls": {"tile": gbs(0.1, 16, 97.56), "triton": gbs(0.1, 16, 97.56), "torch": gbs(0.16, 4, 61.0)},
+               "interleaved": {"launches": 300, "vs_triton": {"median": 1.0012, "low": 0.9991, "high": 1.0033}}}
+    meta["paired"] = [{"size": 4096, "tile_choice": "persistent", "launches": 300,
+                       "vs_triton": {"median": 1.021, "low": 0.995, "high": 1.04},
                        "vs_torch": {"median": 0.95, "low": 0.94, "high": 0.96}}]
     report.write_markdown(str(tmp_path), [softmax, entry], meta)
     text = (tmp_path / "summary.md").read_text()
@@ -99,5 +102,13 @@ def test_markdown_tables(tmp_path):
     assert "| matmul | 4096x4096x4096 | bfloat16 |" in text
     assert "1.06x" in text  # Triton's time over tile's
     assert "128x256x64/8w/3s (2 timed, 1 too large)" in text
-    assert "| tile | 4096³ | 128x256x64/8w/4s | 0.1800 | 0.1850 | 2.7% |" in text
-    assert "| 4096³ | persistent | 1.021x | 0.995x to 1.040x | 0.950x | 0.940x to 0.960x |" in text
+    assert "| tile | 4096³ | 128x256x64/8w/4s | 0.1800 | 0.1850 | 2.7% | 1.5% to 3.2% |" in text
+    assert "| softmax | 16384x4096 | 300 | 1.0012x | 0.9991x to 1.0033x |" in text
+    assert "| 4096³ | persistent | 300 | 1.021x | 0.995x to 1.040x | 0.950x | 0.940x to 0.960x |" in text
+
+
+def test_interleaved_ratio_summary():
+    """The median and quartiles of per-step ratios: a step's drift (all times x2) cancels."""
+    steps = [{"tile": 1.0 * k, "triton": r * k} for k, r in ((1, 1.01), (2, 1.02), (1, 1.03), (2, 0.99), (1, 1.00))]
+    got = matmul_rounds.ratio_summary(steps, "triton", "tile")
+    assert got["median"] == pytest.approx(1.01) and got["low"] < got["median"] < got["high"]

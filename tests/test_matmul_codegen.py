@@ -159,15 +159,17 @@ def test_persistent_matmul_copies_the_next_tile_before_its_epilogue(monkeypatch)
     """A persistent grid's loop over output tiles holds the K loop. Its rings and mbarriers
     outlive the loop over tiles (made before it, the mbarriers initialized once and
     invalidated after it); the first tile's first copies start before that loop, the next
-    tile's right after the K loop, before this tile's epilogue, which converts its
-    accumulator through what is left above the 192 KB ring in two row chunks (four
-    barriers instead of two); wgmma on TMA rings, no spills."""
+    tile's right after the K loop, before this tile's epilogue, which stages its
+    accumulator for TMA stores (`tile-tma-stores`: a store inside a loop) in what is left
+    above the 192 KB ring, two panels of columns at a time (thread 0 waits for the first
+    two stores to have read them before the next two are written); wgmma on TMA rings, no
+    spills."""
     cfg = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=4)
     launcher = _build(monkeypatch, "sm_90a", M=4096, N=4096, K=4096, persistent=True, **cfg)
     opt = launcher.asm["tile-opt"]
     alloc, first_copy, outer = (opt.index(s) for s in ('"tile.mbarrier_alloc"', '"tile.tma_load"', "scf.for"))
     inner = opt.index("scf.for", outer + 1)
-    assert alloc < first_copy < outer < inner < opt.index('"tile.store"') < opt.index('"tile.mbarrier_dealloc"')
+    assert alloc < first_copy < outer < inner < opt.index('"tile.tma_store"') < opt.index('"tile.mbarrier_dealloc"')
     # Two operands: two copies each before the loop over tiles, in the K loop, and for the next tile.
     assert opt.count('"tile.tma_load"') == 2 * (2 + 1 + 2)
     # Between the K loop's own dot wait (its last op but the yield) and the wait after it: the next tile's.
@@ -175,6 +177,9 @@ def test_persistent_matmul_copies_the_next_tile_before_its_epilogue(monkeypatch)
     ptx = launcher.asm["ptx"]
     assert ptx.count("mbarrier.init.shared.b64") == ptx.count("mbarrier.inval.shared.b64") == cfg["num_stages"]
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx and "cp.async.bulk.tensor.2d" in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 4 and ptx.count("cp.async.bulk.commit_group") == 2
+    assert "st.global" not in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert [e["arg"] for e in launcher.metadata["abi"] if e["part"] == "tma"] == [0, 1, 3]  # a, b; out (TMA stores)
     ring = cfg["num_stages"] * (128 * 64 + 64 * 256) * 2
     assert launcher.metadata["shared_bytes"] == ring + 128 * 256 * 2 // 2 <= 227 * 1024
     info = launcher.metadata["ptxas"]

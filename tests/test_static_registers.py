@@ -80,7 +80,7 @@ def test_epilogue_row_chunks_split_both_layouts():
     room for 32 rows no pair of bits does (bit 4 is the wgmma warp's)."""
     from types import SimpleNamespace
 
-    from tile.codegen.distributed_convert import _row_chunks
+    from tile.codegen.distributed_convert import chunks_of
     from tile.codegen.distributed_layout import Distribution, WgmmaDistribution
     from tile.dialects.layout import Blocked, Wgmma
 
@@ -88,10 +88,15 @@ def test_epilogue_row_chunks_split_both_layouts():
     src = WgmmaDistribution(Wgmma.for_shape(list(shape), 8), shape)
     dst = Distribution(Blocked((1, 8), (1, 32), (8, 1), (1, 0)), shape)
     translator = SimpleNamespace(threads=256)
-    chunks = _row_chunks(translator, (src, dst), 128, 64)
+    chunks = chunks_of(translator, (src, dst), 128, 64)
     assert (chunks.count, chunks.bit) == (2, 3)
-    assert _row_chunks(translator, (src, dst), 128, 128).count == 1
-    assert _row_chunks(translator, (src, dst), 128, 32) is None
+    assert chunks_of(translator, (src, dst), 128, 128).count == 1
+    assert chunks_of(translator, (src, dst), 128, 32) is None
+    # A TMA store's chunks are whole boxes, consecutive: not the top row bit, which tells the
+    # two warpgroups apart (a register's chunk would differ by thread), but the top column bit.
+    assert chunks_of(translator, (src,), 128, 64, contiguous=True) is None
+    top = chunks_of(translator, (src,), 256, 128, axis=1, contiguous=True)
+    assert (top.count, top.bit, top.axis) == (2, 7, 1)
 
 
 def test_vector_reads_share_repeats_and_widen_aligned_runs():

@@ -252,6 +252,14 @@ func.func @tma_load_box(%desc: !llvm.ptr, %i: i32, %live: i1) {
 
 // -----
 
+func.func @tma_store_box(%desc: !llvm.ptr, %i: i32, %v: tensor<128x128xbf16>) {
+  // expected-error @below {{box [128, 48] does not tile the [128, 128] tile}}
+  "tile.tma_store"(%desc, %i, %i, %v) {box = [128 : i32, 48 : i32], swizzle = 128 : i32} : (!llvm.ptr, i32, i32, tensor<128x128xbf16>) -> ()
+  return
+}
+
+// -----
+
 func.func @local_load_transposed(%i: i32) -> tensor<64x128xbf16> {
   %r = "tile.local_alloc"() : () -> memref<2x64x128xbf16, #gpu.address_space<workgroup>>
   // expected-error @below {{a transposed tile [64, 128] x bf16 does not match the ring's slots [64, 128]}}

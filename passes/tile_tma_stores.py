@@ -1,0 +1,107 @@
+"""`tile-tma-stores`: a tensor-core accumulator stored to a whole block of a row-major
+kernel tensor, masked at its bounds, becomes a `tile.tma_store` (sm_90a).
+
+Our own pass: upstream has TMA stores (`nvgpu.tma.async.store`) but nothing that
+finds which tile-level stores they can replace. `tile-assign-layouts` sends an
+accumulator (`#tile.wgmma` or `#tile.mma`) to a row store through a
+`convert_layout` into a blocked layout, so that each warp writes whole rows with
+16-byte stores. A TMA store takes the accumulator as it is instead: every thread
+writes its registers into shared memory, laid out as the tensor map's boxes,
+and one thread hands the boxes to the TMA unit, which writes them to global
+memory while the program goes on (the next output tile's K loop, in a
+persistent kernel), clipping at the tensor's bounds; no thread issues a global
+store or waits for one (`codegen/distributed_tma.py`).
+
+    # before (after tile-assign-layouts)
+    %v = "tile.convert_layout"(%acc) : (tensor<128x256xbf16, #tile.wgmma<[2, 1]>>) -> tensor<128x256xbf16, #blocked>
+    "tile.store"(%out, %offs, %v, %mask)     %offs = rm[:, None] * s + rn[None, :], %mask = (rm < M) & (rn < N)
+    # after
+    "tile.tma_store"(%desc, %row0, %col0, %acc) {box = [128, 64], swizzle = 128}   %desc: a new kernel argument
+
+Only a store inside a loop (a persistent kernel's loop over output tiles) is
+rewritten: there the TMA unit's writes overlap the next iteration's work. At the
+end of a program they overlap nothing, and the wait for them to have read shared
+memory, before the block may exit, costs what the threads' own stores did: on the
+H200, 4096^3 bf16, in interleaved launches against Triton, the persistent matmul
+went from 1.002x to 1.007x, one program per tile from 0.990x to 0.985x
+(benchmarks/results/2026-12-04-1709-tma-stores).
+
+The block must be one a tensor map describes (`block_access.py`,
+`tma_copies.tensor_map_ready`), and the tensor one the kernel neither reads nor
+stores to anywhere else, since the TMA unit's writes are not ordered with the
+program's own accesses. A box is all the tile's rows by one 128-byte panel of
+columns, so that the epilogue can go through shared memory a few panels at a time
+where a live ring leaves less room.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from ..dialects import pipeline_ops
+from ..dialects.layout import Mma, Wgmma, element_bits, encoding_of, shared_panel
+from .block_access import match_store_block, start_value
+from .registry import register_pass
+from .tile_fuse import through_groups
+from .tma_copies import add_descriptor, tensor_map_ready
+from .walk import all_ops
+
+def _accumulator(value):
+    """The tensor-core tile a stored value converts, or None."""
+    v = through_groups(value)
+    if isinstance(v.owner, ir.Block) or v.owner.operation.name != "tile.convert_layout":
+        return None
+    src = v.owner.operation.operands[0]
+    return src if isinstance(encoding_of(src.type), (Mma, Wgmma)) else None
+
+
+def _in_loop(op) -> bool:
+    """Whether an `scf.for` holds op."""
+    parent = op.parent
+    while parent is not None and parent.operation.name != "func.func":
+        if parent.operation.name == "scf.for":
+            return True
+        parent = parent.parent
+    return False
+
+
+@register_pass("tile-tma-stores")
+@dataclass
+class TileTmaStores:
+    divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
+
+    def run(self, module_op):
+        divisible = {int(i) for i in self.divisible_args.split(",") if i}
+        ops = all_ops(module_op)
+        accessed = {}  # tensor -> how many loads and stores reach it
+        for op in ops:
+            if op.name in ("tile.load", "tile.store", "tile.load_tile", "tile.store_tile"):
+                accessed[op.operands[0]] = accessed.get(op.operands[0], 0) + 1
+        for op in ops:
+            if op.name == "tile.store" and accessed.get(op.operands[0]) == 1:
+                self.rewrite(op, divisible)
+
+    def rewrite(self, store, divisible):
+        if not _in_loop(store):
+            return
+        acc = _accumulator(store.operands[2])
+        b = match_store_block(store)
+        if acc is None or b is None or b.transposed:
+            return
+        t = ir.RankedTensorType(acc.type)
+        rows, cols = t.shape
+        if not tensor_map_ready(b, store.operands[0], [rows, cols], t, divisible):
+            return
+        panel, swizzle = shared_panel(cols, element_bits(t.element_type))
+        desc = add_descriptor(store, b)
+        converts = [through_groups(v) for v in store.operands[1:]]
+        with ir.InsertionPoint(store), store.location:
+            row, col = start_value(b.row, {}), start_value(b.col, {})
+            pipeline_ops.tma_store(desc, row, col, acc, [rows, panel], swizzle)
+        store.erase()
+        for v in converts:  # the offsets', value's and mask's conversions, now unused
+            if not isinstance(v.owner, ir.Block) and v.owner.operation.name == "tile.convert_layout" \
+                    and not list(v.uses):
+                v.owner.operation.erase()
