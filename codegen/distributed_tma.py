@@ -25,7 +25,10 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
   Shared memory the stores read must not be written again before they have read
   it: in a kernel with TMA stores every later use of the scratch memory (and the
   kernel's end) first has thread 0 wait for that (`cp.async.bulk.wait_group.read 0`,
-  `bulk_reads_done`), then a barrier.
+  `bulk_reads_done`), then a barrier. With a staging ring (`tile-tma-stores` found
+  ring slots free during the store), the tile goes into those slots all at once,
+  and every `tile.mbarrier_wait` (before the K loop's copies refill a slot) has
+  thread 0 wait for the stores' reads ahead of the barrier that follows it.
 
     # before (tile-opt stage)
     "tile.tma_load"(%ring, %slot, %bars, %desc, %row, %col, %live) {box = [128, 32], swizzle = 64}
@@ -100,6 +103,8 @@ def op_tile_tma_load(self, op):
 
 def op_tile_mbarrier_wait(self, op):
     bars_v, slot, phase = op.operands
+    if self.has_tma_store:  # a TMA store may still read the slot this iteration's copies fill (the barrier after)
+        bulk_reads_done(self, barrier=False)
     parity = arith.trunci(ir.IntegerType.get_signless(1), self.value(phase))
     nvgpu.MBarrierTryWaitParityOp(self.map[bars_v], parity, const_index(_SUSPEND_HINT_NS), to_index(self.value(slot)))
 
@@ -126,39 +131,62 @@ def _descriptor(self, desc_v, box: list[int], elem, swizzle: int):
 
 
 def op_tile_tma_store(self, op):
-    desc_v, row_v, col_v, value = op.operands
+    desc_v, row_v, col_v, value, free_v, *staging = op.operands
     t = ir.RankedTensorType(value.type)
     rows, cols = t.shape
     box = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["box"])]
     swizzle = ir.IntegerAttr(op.attributes["swizzle"]).value
     elem, panel = t.element_type, box[1]
-    # Above the buffers that stay live (a ring the next tile's copies fill): as many panels at a time as fit.
-    base = -(-self.scratch_base // 1024) * 1024
-    fit = (MAX_SHARED - base) // (rows * bits(elem) // 8) // panel * panel
-    chunks = chunks_of(self, (self.dist(value),), cols, max(fit, panel), axis=1, contiguous=True) if fit else None
+    box_bytes = rows * panel * bits(elem) // 8
+    if staging:  # free slots of a live ring, all chunks at once
+        ring = self.map[staging[0]]
+        fit = ring.slot_bytes // box_bytes * panel
+    else:  # above the buffers that stay live, one chunk after another
+        base = -(-self.scratch_base // 1024) * 1024
+        fit = (MAX_SHARED - base) // box_bytes * panel
+    chunks = chunks_of(self, (self.dist(value),), cols, fit, axis=1, contiguous=True) if fit else None
     if chunks is None:
-        raise TileError(f"tile too large: storing a {rows}x{cols} tile through shared memory needs {rows * panel * bits(elem) // 8} "
-                        f"bytes or more, and {MAX_SHARED - base} are left: use smaller tiles or fewer stages")
+        raise TileError(f"tile too large: storing a {rows}x{cols} tile through shared memory needs {box_bytes} bytes "
+                        f"or more at a time, more than there is room for: use smaller tiles or fewer stages")
     width = cols // chunks.count
+    view_t = ir.MemRefType.get([rows * width], elem, memory_space=ir.Attribute.parse(_SPACE))
+    if staging:
+        bulk_reads_done(self)  # earlier tiles' stores have read their slots; every warpgroup's dots are done
+        first = self.value(free_v)
+        starts = [arith.addi(const_index(ring.byte_base), arith.muli(to_index(arith.remui(
+            arith.addi(first, i32(c)), i32(ring.stages))), const_index(ring.slot_bytes))) for c in range(chunks.count)]
+        for c, at in enumerate(starts):
+            stage(self, value, SharedTile(memref.ViewOp(view_t, self._scratch, at, []).result, i32(0), rows, width, elem),
+                  (chunks, c))
+        _issue_stores(self, starts, range(chunks.count), op, desc_v, row_v, col_v, box, elem, swizzle, width)
+        return
     buf = self.scratch(elem, rows * width, align=1024)  # after bulk_reads_done: earlier readers are done
     tile = SharedTile(buf, i32(0), rows, width, elem)
-    desc = _descriptor(self, desc_v, box, elem, swizzle)
-    row, col = to_index(self.value(row_v)), to_index(self.value(col_v))
-    box_bytes = rows * panel * bits(elem) // 8
     for c in range(chunks.count):
         if c:
             bulk_reads_done(self)  # the previous chunk's stores have read the buffer
         stage(self, value, tile, (chunks, c))
-        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
-        gpu.barrier()
-        first = scf.IfOp(_first_thread(self))
-        with ir.InsertionPoint(first.then_block):
-            for p in range(width // panel):
-                src = memref.ViewOp(ir.MemRefType.get(box, elem, memory_space=ir.Attribute.parse(_SPACE)), self._scratch,
-                                    const_index(base + p * box_bytes), []).result
-                nvgpu.TmaAsyncStoreOp(src, desc, [arith.addi(col, const_index(c * width + p * panel)), row])
-            nvvm.CpAsyncBulkCommitGroupOp()
-            scf.YieldOp([])
+        _issue_stores(self, [const_index(base)], [c], op, desc_v, row_v, col_v, box, elem, swizzle, width)
+
+
+def _issue_stores(self, starts, numbers, op, desc_v, row_v, col_v, box, elem, swizzle, width):
+    """After the staging writes: the proxy fence, a barrier, then thread 0 issues one TMA
+    store per box of chunks `numbers` (chunk c's boxes from byte `starts[i]` of the shared
+    memory) and commits them as one bulk group."""
+    nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+    gpu.barrier()
+    desc = _descriptor(self, desc_v, box, elem, swizzle)
+    row, col = to_index(self.value(row_v)), to_index(self.value(col_v))
+    box_t = ir.MemRefType.get(box, elem, memory_space=ir.Attribute.parse(_SPACE))
+    box_bytes = box[0] * box[1] * bits(elem) // 8
+    first = scf.IfOp(_first_thread(self))
+    with ir.InsertionPoint(first.then_block):
+        for at, c in zip(starts, numbers):
+            for p in range(width // box[1]):
+                src = memref.ViewOp(box_t, self._scratch, arith.addi(at, const_index(p * box_bytes)), []).result
+                nvgpu.TmaAsyncStoreOp(src, desc, [arith.addi(col, const_index(c * width + p * box[1])), row])
+        nvvm.CpAsyncBulkCommitGroupOp()
+        scf.YieldOp([])
 
 
 def bulk_reads_done(self, barrier: bool = True):

@@ -182,22 +182,37 @@ def _verify_tma_store(op):
         return f"box {box} does not tile the {shape} tile (whole boxes of rows and of 128-byte panels)"
     if str(op.operands[0].type) != "!llvm.ptr":
         return "the descriptor is a !llvm.ptr (to a CUtensorMap)"
+    if len(op.operands) > 6:
+        return "at most one staging ring"
 
 
-@define("tma_store", operands=[("descriptor", "any"), ("row", "i32"), ("col", "i32"), ("value", "tensor")],
-        attributes=["box", "swizzle"], verify=_verify_tma_store)
-def tma_store(descriptor, row, col, value, box: list[int], swizzle: int, *, loc=None, ip=None) -> ir.Operation:
+@define("tma_store", operands=[("descriptor", "any"), ("row", "i32"), ("col", "i32"), ("value", "tensor"),
+                               ("free_slot", "i32"), ("staging", "*memref")], attributes=["box", "swizzle"],
+        verify=_verify_tma_store)
+def tma_store(descriptor, row, col, value, box: list[int], swizzle: int, staging=None, *, loc=None, ip=None) -> ir.Operation:
     """Write the tile `value` to the block at (`row`, `col`) of the tensor that `descriptor`
     (a CUtensorMap) describes, through shared memory and TMA stores (`cp.async.bulk.tensor`,
     shared to global): one `box` of rows x columns per 128-byte panel, elements outside the
     tensor's bounds not written. The stores complete asynchronously; shared memory they read
-    is not reused before they have read it.
+    is not reused before they have read it. With a `staging` ring (`staging` = (ring, its
+    first free slot)), the tile goes through that ring's slots from `free_slot` on, a few
+    panels a slot; without one (`free_slot` then unused, 0), through scratch memory.
 
-    "tile.tma_store"(%desc, %row, %col, %v) {box = [64 : i32, 64 : i32], swizzle = 128 : i32}
-        : (!llvm.ptr, i32, i32, tensor<128x256xbf16, #tile.wgmma<[2, 1]>>) -> ()
+    "tile.tma_store"(%desc, %row, %col, %v, %c0) {box = [64 : i32, 64 : i32], swizzle = 128 : i32}
+        : (!llvm.ptr, i32, i32, tensor<128x256xbf16, #tile.wgmma<[2, 1]>>, i32) -> ()
+    "tile.tma_store"(%desc, %row, %col, %v, %free, %ring) {box = [128 : i32, 64 : i32], swizzle = 128 : i32}
+        : (!llvm.ptr, i32, i32, tensor<128x256xbf16, #tile.wgmma<[2, 1]>>, i32,
+           memref<4x64x256xbf16, #gpu.address_space<workgroup>>) -> ()
     """
     attrs = {"box": ir.ArrayAttr.get([_i32(b) for b in box]), "swizzle": _i32(swizzle)}
-    return create("tma_store", [], [descriptor, row, col, value], attrs, loc=loc, ip=ip)
+    if staging:
+        ring, free = staging
+        operands = [descriptor, row, col, value, free, ring]
+    else:
+        operands = [descriptor, row, col, value, ir.Operation.create(
+            "arith.constant", results=[ir.IntegerType.get_signless(32)],
+            attributes={"value": _i32(0)}, loc=loc, ip=ip).result]
+    return create("tma_store", [], operands, attrs, loc=loc, ip=ip)
 
 
 @define("mbarrier_dealloc", operands=[("barriers", "memref")])

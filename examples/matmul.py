@@ -122,9 +122,11 @@ def main(device: str = "cpu") -> None:
              (torch.float32, (300, 200, 96), {**big, **tf32}, ""), (torch.bfloat16, (300, 260, 144), big, "b"),
              (torch.float16, (260, 300, 208), {**big, "BK": 64}, "b"), (torch.bfloat16, (304, 260, 144), big, "ab"),
              (torch.bfloat16, (300, 520, 144), {**big, "programs": 5}, ""),  # persistent: 3 x 5 tiles on 5 programs
-             # N a multiple of 16 (an output row of whole 16-byte units): on sm_90a the output tiles
-             # are TMA stores, clipped at the bounds (tails in M and N), one program a tile and persistent.
-             (torch.bfloat16, (300, 272, 144), big, ""), (torch.float16, (300, 528, 144), {**big, "programs": 5}, "")]
+             # N a multiple of 16 (an output row of whole 16-byte units): on sm_90a a persistent
+             # kernel's output tiles are TMA stores, clipped at the bounds (tails in M and N).
+             (torch.bfloat16, (300, 272, 144), big, ""),
+             # persistent with 4 stages: the output tiles staged in the two ring slots the next tile's copies leave free
+             (torch.float16, (300, 528, 144), {**big, "BK": 64, "programs": 5, "num_stages": 4}, "")]
     for dtype, (M, N, K), tiles, col_major in cases:
         a = torch.randn(K, M, device=device, dtype=dtype).t() if "a" in col_major else torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(N, K, device=device, dtype=dtype).t() if "b" in col_major else torch.randn(K, N, device=device, dtype=dtype)

@@ -254,7 +254,7 @@ func.func @tma_load_box(%desc: !llvm.ptr, %i: i32, %live: i1) {
 
 func.func @tma_store_box(%desc: !llvm.ptr, %i: i32, %v: tensor<128x128xbf16>) {
   // expected-error @below {{box [128, 48] does not tile the [128, 128] tile}}
-  "tile.tma_store"(%desc, %i, %i, %v) {box = [128 : i32, 48 : i32], swizzle = 128 : i32} : (!llvm.ptr, i32, i32, tensor<128x128xbf16>) -> ()
+  "tile.tma_store"(%desc, %i, %i, %v, %i) {box = [128 : i32, 48 : i32], swizzle = 128 : i32} : (!llvm.ptr, i32, i32, tensor<128x128xbf16>, i32) -> ()
   return
 }
 

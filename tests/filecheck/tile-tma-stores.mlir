@@ -13,13 +13,14 @@
 // It becomes one tile.tma_store of the accumulator as it is, at (r0, c0), through a new
 // tensor-map argument that `tile.tma` describes (out is argument 0, rows M = argument 2, cols
 // N = 3, row stride 4; a box of all 128 rows by one 128-byte panel, 128-byte swizzle); the
-// store and the three conversions are gone.
+// store and the three conversions are gone. No TMA ring precedes it here: it goes through
+// scratch memory (its free slot operand a constant 0, unused).
 
 // CHECK-LABEL: func.func @epilogue
 // CHECK-SAME: (%[[OUT:[^:]*]]: memref{{.*}}, %[[ACC:[^:]*]]: tensor<128x128xbf16, #tile.wgmma<[2, 1]>>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[R0:[^:]*]]: i32, %[[C0:[^:]*]]: i32, %{{.*}}: i32, %[[D:[^:]*]]: !llvm.ptr)
 // CHECK-SAME: tile.tma = [{box = [128, 64], cols = "arg:3", rows = "arg:2", stride = "arg:4", swizzle = 128 : i64, tensor = 0 : i64}]
 // CHECK-NOT: tile.convert_layout
-// CHECK: "tile.tma_store"(%[[D]], %[[R0]], %[[C0]], %[[ACC]]) {box = [128 : i32, 64 : i32], swizzle = 128 : i32}
+// CHECK: "tile.tma_store"(%[[D]], %[[R0]], %[[C0]], %[[ACC]], %{{c0_i32[_0-9]*}}) {box = [128 : i32, 64 : i32], swizzle = 128 : i32}
 // CHECK-NOT: "tile.store"
 // CHECK: return
 
