@@ -15,8 +15,8 @@ store or waits for one (`codegen/distributed_tma.py`).
     # before (after tile-assign-layouts)
     %v = "tile.convert_layout"(%acc) : (tensor<128x256xbf16, #tile.wgmma<[2, 1]>>) -> tensor<128x256xbf16, #blocked>
     "tile.store"(%out, %offs, %v, %mask)     %offs = rm[:, None] * s + rn[None, :], %mask = (rm < M) & (rn < N)
-    # after
-    "tile.tma_store"(%desc, %row0, %col0, %acc) {box = [128, 64], swizzle = 128}   %desc: a new kernel argument
+    # after (%desc: a new kernel argument; staging: a ring and its first free slot, see below)
+    "tile.tma_store"(%desc, %row0, %col0, %acc, %free, %ring) {box = [128, 64], swizzle = 128}
 
 Only a store inside a loop (a persistent kernel's loop over output tiles) is
 rewritten: there the TMA unit's writes overlap the next iteration's work. At the
@@ -26,8 +26,8 @@ H200, 4096^3 bf16, in interleaved launches against Triton, the persistent matmul
 went from 1.002x to 1.007x, one program per tile from 0.990x to 0.985x
 (benchmarks/results/2026-12-04-1709-tma-stores).
 
-Where the store follows the next tile's first copies into TMA rings
-(`next_tile_copies.py`), the ring slots those copies leave free (the K loop's
+Where the store follows the next tile's first copies into TMA rings that stay
+live (`next_tile_copies.py`: copies after the K loop), the ring slots those copies leave free (the K loop's
 last iterations', whose dots are done) are its staging memory, named on the op
 (the ring and its first free slot): the whole tile goes there at once, and the
 next K loop's copies into those slots wait for the stores to have read them.
@@ -60,6 +60,7 @@ from .tile_fuse import through_groups
 from .tma_copies import add_descriptor, tensor_map_ready
 from .walk import all_ops
 
+
 def _accumulator(value):
     """The tensor-core tile a stored value converts, or None."""
     v = through_groups(value)
@@ -69,7 +70,7 @@ def _accumulator(value):
     return src if isinstance(encoding_of(src.type), (Mma, Wgmma)) else None
 
 
-def _free_slots(store, t, panel) -> list:
+def _free_slots(store, t, panel) -> tuple | None:
     """(ring, its first free slot) where the ring slots free during this store can hold the
     tile, a few panels a slot; else None (scratch memory). The next tile's first copies
     (`next_tile_copies.py`), issued into a TMA ring before this store in the same loop
@@ -77,14 +78,22 @@ def _free_slots(store, t, panel) -> list:
     held the K loop's last iterations, whose dots are done: free until the next K loop
     issues its copies into them (which first waits for the stores to have read them,
     `codegen/distributed_tma.py`)."""
-    copies = []
+    copies, freed = [], set()
     for op in _block_before(store):
-        if op.name == "tile.tma_load":
+        if op.name == "scf.for":  # only copies after the K loop: the next tile's, not this one's prologue
+            copies = []
+        elif op.name == "tile.tma_load":
             copies.append(op)
+        elif op.name == "tile.local_dealloc":  # a ring freed before the store is scratch memory by then
+            freed.add(op.operands[0])
     rows, cols = t.shape
     tile_bytes = rows * cols * element_bits(t.element_type) // 8
     best = []
-    for ring in {c.operands[0] for c in copies}:
+    rings = []  # in program order, so that the choice (the first of the largest slots) is deterministic
+    for c in copies:
+        if c.operands[0] not in rings and c.operands[0] not in freed:
+            rings.append(c.operands[0])
+    for ring in rings:
         r = ir.MemRefType(ring.type)
         stages, slot_bytes = r.shape[0], r.shape[1] * r.shape[2] * element_bits(r.element_type) // 8
         mine = [c for c in copies if c.operands[0] == ring]
