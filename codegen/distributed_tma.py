@@ -145,7 +145,7 @@ def op_tile_tma_store(self, op):
         base = -(-self.scratch_base // 1024) * 1024
         fit = (MAX_SHARED - base) // box_bytes * panel
     chunks = chunks_of(self, (self.dist(value),), cols, fit, axis=1, contiguous=True) if fit else None
-    if chunks is None:
+    if chunks is None or cols // chunks.count % panel:
         raise TileError(f"tile too large: storing a {rows}x{cols} tile through shared memory needs {box_bytes} bytes "
                         f"or more at a time, more than there is room for: use smaller tiles or fewer stages")
     width = cols // chunks.count
@@ -158,7 +158,7 @@ def op_tile_tma_store(self, op):
         for c, at in enumerate(starts):
             stage(self, value, SharedTile(memref.ViewOp(view_t, self._scratch, at, []).result, i32(0), rows, width, elem),
                   (chunks, c))
-        _issue_stores(self, starts, range(chunks.count), op, desc_v, row_v, col_v, box, elem, swizzle, width)
+        _issue_stores(self, starts, range(chunks.count), desc_v, row_v, col_v, box, elem, swizzle, width)
         return
     buf = self.scratch(elem, rows * width, align=1024)  # after bulk_reads_done: earlier readers are done
     tile = SharedTile(buf, i32(0), rows, width, elem)
@@ -166,10 +166,10 @@ def op_tile_tma_store(self, op):
         if c:
             bulk_reads_done(self)  # the previous chunk's stores have read the buffer
         stage(self, value, tile, (chunks, c))
-        _issue_stores(self, [const_index(base)], [c], op, desc_v, row_v, col_v, box, elem, swizzle, width)
+        _issue_stores(self, [const_index(base)], [c], desc_v, row_v, col_v, box, elem, swizzle, width)
 
 
-def _issue_stores(self, starts, numbers, op, desc_v, row_v, col_v, box, elem, swizzle, width):
+def _issue_stores(self, starts, numbers, desc_v, row_v, col_v, box, elem, swizzle, width):
     """After the staging writes: the proxy fence, a barrier, then thread 0 issues one TMA
     store per box of chunks `numbers` (chunk c's boxes from byte `starts[i]` of the shared
     memory) and commits them as one bulk group."""

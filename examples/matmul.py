@@ -6,7 +6,8 @@ or on the tensor cores as tf32 with `input_precision="tf32"`), grouped program
 order so that neighbouring programs share tiles of `a` in L2. One program per
 output tile, or a persistent grid (`programs=`, e.g. the SM count) of programs
 that loop over the tiles (on sm_90a the next tile's first operand copies then
-start before this tile's epilogue: passes/next_tile_copies.py).
+start before this tile's epilogue, passes/next_tile_copies.py, and the output
+tiles go by TMA stores that write while the next tile runs, passes/tile_tma_stores.py).
 """
 
 import math

@@ -87,7 +87,6 @@ def _free_slots(store, t, panel) -> tuple | None:
         elif op.name == "tile.local_dealloc":  # a ring freed before the store is scratch memory by then
             freed.add(op.operands[0])
     rows, cols = t.shape
-    tile_bytes = rows * cols * element_bits(t.element_type) // 8
     best = []
     rings = []  # in program order, so that the choice (the first of the largest slots) is deterministic
     for c in copies:
@@ -98,7 +97,8 @@ def _free_slots(store, t, panel) -> tuple | None:
         stages, slot_bytes = r.shape[0], r.shape[1] * r.shape[2] * element_bits(r.element_type) // 8
         mine = [c for c in copies if c.operands[0] == ring]
         per_slot = slot_bytes // (rows * panel * element_bits(t.element_type) // 8) * panel  # columns a slot holds
-        if not per_slot or cols % min(per_slot, cols) or -(-tile_bytes // slot_bytes) > stages - len(mine):
+        chunks = cols // min(per_slot, cols) if per_slot else 0  # as the codegen splits it: a power of two
+        if not chunks or cols % chunks or chunks & (chunks - 1) or chunks > stages - len(mine):
             continue
         if not best or slot_bytes > best[0]:
             best = [slot_bytes, ring, mine[0].operands[1], len(mine), stages]
