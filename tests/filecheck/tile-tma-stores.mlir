@@ -204,3 +204,54 @@ func.func @staged(%out: !m, %acc: !w, %M: i32, %N: i32, %s: i32, %r0: i32, %c0: 
   }
   return
 }
+
+// -----
+
+!m = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!w = tensor<128x128xbf16, #tile.wgmma<[2, 1]>>
+!r = memref<4x64x128xbf16, #gpu.address_space<workgroup>>
+
+// The same store with the ring's copies before the K loop (its prologue, whose slots the
+// loop refills): no slot is known free at the store, which goes through scratch memory.
+
+// CHECK-LABEL: func.func @prologue_copies
+// CHECK: "tile.tma_store"(%{{[^)]*}}, %{{c0_i32[_0-9]*}}) {box
+
+func.func @prologue_copies(%out: !m, %acc: !w, %M: i32, %N: i32, %s: i32, %r0: i32, %c0: i32, %T: i32, %desc: !llvm.ptr, %live: i1) {
+  %z = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %four = arith.constant 4 : i32
+  %ring = "tile.local_alloc"() : () -> !r
+  %bars = "tile.mbarrier_alloc"() {arrivals = 1 : i32} : () -> memref<4xi64, #gpu.address_space<workgroup>>
+  scf.for %t = %z to %T step %one : i32 {
+  %s0 = arith.remui %t, %four : i32
+  "tile.tma_load"(%ring, %s0, %bars, %desc, %t, %t, %live) {box = [64 : i32, 64 : i32], swizzle = 128 : i32} : (!r, i32, memref<4xi64, #gpu.address_space<workgroup>>, !llvm.ptr, i32, i32, i1) -> ()
+  %t1 = arith.addi %t, %one : i32
+  %s1 = arith.remui %t1, %four : i32
+  "tile.tma_load"(%ring, %s1, %bars, %desc, %t, %t, %live) {box = [64 : i32, 64 : i32], swizzle = 128 : i32} : (!r, i32, memref<4xi64, #gpu.address_space<workgroup>>, !llvm.ptr, i32, i32, i1) -> ()
+  scf.for %k = %z to %T step %one : i32 {
+  }
+  %ar = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %r0s = "tile.splat"(%r0) : (i32) -> tensor<128xi32>
+  %c0s = "tile.splat"(%c0) : (i32) -> tensor<128xi32>
+  %rm = arith.addi %r0s, %ar : tensor<128xi32>
+  %rn = arith.addi %c0s, %ar : tensor<128xi32>
+  %rm2 = "tile.reshape"(%rm) : (tensor<128xi32>) -> tensor<128x1xi32>
+  %rn2 = "tile.reshape"(%rn) : (tensor<128xi32>) -> tensor<1x128xi32>
+  %ss = "tile.splat"(%s) : (i32) -> tensor<128x1xi32>
+  %rows = arith.muli %rm2, %ss : tensor<128x1xi32>
+  %rb = "tile.broadcast"(%rows) : (tensor<128x1xi32>) -> tensor<128x128xi32>
+  %cb = "tile.broadcast"(%rn2) : (tensor<1x128xi32>) -> tensor<128x128xi32>
+  %offs = arith.addi %rb, %cb : tensor<128x128xi32>
+  %Ms = "tile.splat"(%M) : (i32) -> tensor<128x1xi32>
+  %Ns = "tile.splat"(%N) : (i32) -> tensor<1x128xi32>
+  %mr = arith.cmpi slt, %rm2, %Ms : tensor<128x1xi32>
+  %mc = arith.cmpi slt, %rn2, %Ns : tensor<1x128xi32>
+  %mrb = "tile.broadcast"(%mr) : (tensor<128x1xi1>) -> tensor<128x128xi1>
+  %mcb = "tile.broadcast"(%mc) : (tensor<1x128xi1>) -> tensor<128x128xi1>
+  %mask = arith.andi %mrb, %mcb : tensor<128x128xi1>
+  %v = "tile.convert_layout"(%acc) : (!w) -> tensor<128x128xbf16>
+  "tile.store"(%out, %offs, %v, %mask) : (!m, tensor<128x128xi32>, tensor<128x128xbf16>, tensor<128x128xi1>) -> ()
+  }
+  return
+}
