@@ -84,6 +84,16 @@ def config_label(cfg: dict) -> str:
     return str(cfg.get("num_warps"))
 
 
+def _section(title: str, text: str, columns: list[str]) -> list[str]:
+    """A markdown section's lines: its title, its text, and the header of its table."""
+    return ["", f"## {title}", "", text, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def _quartiles(r: dict, digits: int) -> str:
+    """A median ratio and its quartiles (`matmul_rounds.ratio_summary`), as two table cells."""
+    return f"{r['median']:.{digits}f}x | {r['low']:.{digits}f}x to {r['high']:.{digits}f}x"
+
+
 def write_markdown(out_dir: str, results: list, meta: dict) -> str:
     bandwidth = [e for e in results if not _is_flops(e)]
     compute = [e for e in results if _is_flops(e)]
@@ -140,34 +150,31 @@ def write_markdown(out_dir: str, results: list, meta: dict) -> str:
         table(compute, "TFLOP/s", triton_configs=True)
     interleaved = [e for e in bandwidth if "interleaved" in e]
     if interleaved:
-        lines += ["", "## Memory-bound points in interleaved launches", "",
-                  "tile and Triton, each at its fastest config above, launched in turn on the same inputs, one launch "
-                  "each per step: the median over the steps of Triton's time over tile's (above 1x: tile is faster) "
-                  "and its quartiles, which a best-of-rounds ratio, at the memory's limit within tenths of a percent, "
-                  "cannot resolve.", "",
-                  "| kernel | shape | launches | tile vs Triton | quartiles |", "|---|---|---|---|---|"]
+        lines += _section("Memory-bound points in interleaved launches",
+                          "tile and Triton, each at its fastest config above, launched in turn on the same inputs, one "
+                          "launch each per step: the median over the steps of Triton's time over tile's (above 1x: tile "
+                          "is faster) and its quartiles, which a best-of-rounds ratio, at the memory's limit within "
+                          "tenths of a percent, cannot resolve.",
+                          ["kernel", "shape", "launches", "tile vs Triton", "quartiles"])
         for e in interleaved:
-            t = e["interleaved"]["vs_triton"]
             lines.append(f"| {e['kernel']} | {'x'.join(map(str, e['shape']))} | {e['interleaved']['launches']} | "
-                         f"{t['median']:.4f}x | {t['low']:.4f}x to {t['high']:.4f}x |")
+                         f"{_quartiles(e['interleaved']['vs_triton'], 4)} |")
     if meta.get("paired"):
-        lines += ["", "## Matmul in interleaved launches", "",
-                  "tile's plain matmul (one program per tile, and persistent), Triton's (its fastest config) and "
-                  "torch's, launched in turn on the same inputs, one launch each per step, the order rotated "
-                  "from step to step, so that clock drift cancels: per size, the median over the steps of the "
-                  "other's time over tile's (above 1x: tile is faster), and its quartiles.", "",
-                  "| size | tile | launches | tile vs Triton | quartiles | tile vs torch (cuBLAS) | quartiles |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += _section("Matmul in interleaved launches",
+                          "tile's plain matmul (one program per tile, and persistent), Triton's (its fastest config) and "
+                          "torch's, launched in turn on the same inputs, one launch each per step, the order rotated "
+                          "from step to step, so that clock drift cancels: per size, the median over the steps of the "
+                          "other's time over tile's (above 1x: tile is faster), and its quartiles.",
+                          ["size", "tile", "launches", "tile vs Triton", "quartiles", "tile vs torch (cuBLAS)", "quartiles"])
         for x in meta["paired"]:
-            t, c = x["vs_triton"], x["vs_torch"]
-            lines.append(f"| {x['size']}³ | {x['tile_choice']} | {x.get('launches', '')} | {t['median']:.3f}x | "
-                         f"{t['low']:.3f}x to {t['high']:.3f}x | {c['median']:.3f}x | {c['low']:.3f}x to {c['high']:.3f}x |")
+            lines.append(f"| {x['size']}³ | {x['tile_choice']} | {x.get('launches', '')} | {_quartiles(x['vs_triton'], 3)} | "
+                         f"{_quartiles(x['vs_torch'], 3)} |")
     if meta.get("epilogue"):
-        lines += ["", "## Epilogue cost (interleaved launches)", "",
-                  "The bias+gelu kernel's time over the plain GEMM's: the two launched in turn on the same inputs, "
-                  "one launch each per step, so that clock drift does not count as cost; the cost is the median of "
-                  "the steps' ratios (with its quartiles), the times the medians of the launches.", "",
-                  "| implementation | size | config | plain ms | bias+gelu ms | cost | quartiles |", "|---|---|---|---|---|---|---|"]
+        lines += _section("Epilogue cost (interleaved launches)",
+                          "The bias+gelu kernel's time over the plain GEMM's: the two launched in turn on the same "
+                          "inputs, one launch each per step, so that clock drift does not count as cost; the cost is the "
+                          "median of the steps' ratios (with its quartiles), the times the medians of the launches.",
+                          ["implementation", "size", "config", "plain ms", "bias+gelu ms", "cost", "quartiles"])
         for x in meta["epilogue"]:
             low, high = x.get("cost_quartiles_pct", (None, None))
             spread = f"{low:.1f}% to {high:.1f}%" if low is not None else ""

@@ -150,6 +150,25 @@ def op_tile_tma_store(self, op):
                         f"or more at a time, more than there is room for: use smaller tiles or fewer stages")
     width = cols // chunks.count
     view_t = ir.MemRefType.get([rows * width], elem, memory_space=ir.Attribute.parse(_SPACE))
+    box_t = ir.MemRefType.get(box, elem, memory_space=ir.Attribute.parse(_SPACE))
+    desc = _descriptor(self, desc_v, box, elem, swizzle)
+    row, col = to_index(self.value(row_v)), to_index(self.value(col_v))
+
+    def issue(staged):
+        """After the staging writes: the proxy fence, a barrier, then thread 0 issues one TMA
+        store per box of the staged chunks ((chunk, its first byte in shared memory)) and
+        commits them as one bulk group."""
+        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+        gpu.barrier()
+        first_thread = scf.IfOp(_first_thread(self))
+        with ir.InsertionPoint(first_thread.then_block):
+            for c, at in staged:
+                for p in range(width // panel):
+                    src = memref.ViewOp(box_t, self._scratch, arith.addi(at, const_index(p * box_bytes)), []).result
+                    nvgpu.TmaAsyncStoreOp(src, desc, [arith.addi(col, const_index(c * width + p * panel)), row])
+            nvvm.CpAsyncBulkCommitGroupOp()
+            scf.YieldOp([])
+
     if staging:
         bulk_reads_done(self)  # earlier tiles' stores have read their slots; every warpgroup's dots are done
         first = self.value(free_v)
@@ -158,7 +177,7 @@ def op_tile_tma_store(self, op):
         for c, at in enumerate(starts):
             stage(self, value, SharedTile(memref.ViewOp(view_t, self._scratch, at, []).result, i32(0), rows, width, elem),
                   (chunks, c))
-        _issue_stores(self, starts, range(chunks.count), desc_v, row_v, col_v, box, elem, swizzle, width)
+        issue(enumerate(starts))
         return
     buf = self.scratch(elem, rows * width, align=1024)  # after bulk_reads_done: earlier readers are done
     tile = SharedTile(buf, i32(0), rows, width, elem)
@@ -166,27 +185,7 @@ def op_tile_tma_store(self, op):
         if c:
             bulk_reads_done(self)  # the previous chunk's stores have read the buffer
         stage(self, value, tile, (chunks, c))
-        _issue_stores(self, [const_index(base)], [c], desc_v, row_v, col_v, box, elem, swizzle, width)
-
-
-def _issue_stores(self, starts, numbers, desc_v, row_v, col_v, box, elem, swizzle, width):
-    """After the staging writes: the proxy fence, a barrier, then thread 0 issues one TMA
-    store per box of chunks `numbers` (chunk c's boxes from byte `starts[i]` of the shared
-    memory) and commits them as one bulk group."""
-    nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
-    gpu.barrier()
-    desc = _descriptor(self, desc_v, box, elem, swizzle)
-    row, col = to_index(self.value(row_v)), to_index(self.value(col_v))
-    box_t = ir.MemRefType.get(box, elem, memory_space=ir.Attribute.parse(_SPACE))
-    box_bytes = box[0] * box[1] * bits(elem) // 8
-    first = scf.IfOp(_first_thread(self))
-    with ir.InsertionPoint(first.then_block):
-        for at, c in zip(starts, numbers):
-            for p in range(width // box[1]):
-                src = memref.ViewOp(box_t, self._scratch, arith.addi(at, const_index(p * box_bytes)), []).result
-                nvgpu.TmaAsyncStoreOp(src, desc, [arith.addi(col, const_index(c * width + p * box[1])), row])
-        nvvm.CpAsyncBulkCommitGroupOp()
-        scf.YieldOp([])
+        issue([(c, const_index(base))])
 
 
 def bulk_reads_done(self, barrier: bool = True):
