@@ -45,7 +45,7 @@ from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution, row_major_strides
-from .fast_math import F32_FAST, tanh_f16
+from .fast_math import F32_FAST
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -230,9 +230,6 @@ class Translator:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
             if name in F32_FAST and isinstance(op.results[0].type, ir.F32Type):
                 self.map[op.results[0]] = F32_FAST[name](*(self.value(o) for o in op.operands))
-                return
-            if name == "math.tanh" and isinstance(op.results[0].type, ir.F16Type):
-                self.map[op.results[0]] = tanh_f16([self.value(op.operands[0])])[0]
                 return
             new = op.clone()
             for i, o in enumerate(op.operands):

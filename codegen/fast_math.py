@@ -1,13 +1,12 @@
 """f32 division and math on the GPU as Triton computes them, one function per op, used
 by `convert-tile-to-gpu` on scalars and on every register of a tile alike: a few
 instructions where IEEE division and libdevice's accurate versions take dozens (and
-registers); within a few ulp for the ranges kernels use (tanh: about 2^-11). And f16
-tanh two registers an SFU instruction (`tanh_f16`)."""
+registers); within a few ulp for the ranges kernels use (tanh: about 2^-11)."""
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, llvm, vector
+from mlir.dialects import arith, llvm
 
 
 def _div_full(a, b):
@@ -37,21 +36,3 @@ def _tanh(x):
 
 # The op names this file replaces, and how.
 F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.log": _lg2, "math.tanh": _tanh}
-
-
-def tanh_f16(values: list) -> list:
-    """tanh of f16 scalars, two an instruction (`tanh.approx.f16x2`, sm_75+), the last one
-    alone (`tanh.approx.f16`) when their count is odd: the SFU is what an activation-heavy
-    epilogue waits on, and one f16x2 op does the work of two f32 ones."""
-    f16, i16, i32 = ir.F16Type.get(), ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32)
-    pair_type = ir.VectorType.get([2], f16)
-    out = []
-    for i in range(0, len(values) - 1, 2):
-        packed = llvm.bitcast(i32, vector.FromElementsOp(pair_type, values[i:i + 2]).result)
-        t = llvm.InlineAsmOp(i32, [packed], "tanh.approx.f16x2 $0, $1;", "=r,r").result
-        pair = llvm.bitcast(pair_type, t)
-        out += [vector.extract(pair, [], [0]), vector.extract(pair, [], [1])]
-    if len(values) % 2:
-        t = llvm.InlineAsmOp(i16, [llvm.bitcast(i16, values[-1])], "tanh.approx.f16 $0, $1;", "=h,h").result
-        out.append(llvm.bitcast(f16, t))
-    return out

@@ -27,7 +27,6 @@ CPU_LLVM = [
     "buffer-deallocation-pipeline",
     "convert-linalg-to-loops",
     "emulate-i1-memrefs",
-    "math-extend-to-supported-types",  # f16 tanh in f32: expanded in f16, small |x| lost their digits
     "math-expand-ops",
     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
     "expand-strided-metadata",
@@ -82,7 +81,7 @@ def nvvm(target: str) -> list[str]:
     features = "+ptx80"
     return [
         f"nvvm-attach-target{{chip={target} features={features} O=3}}",
-        "gpu.module(math-extend-to-supported-types, math-expand-ops, convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+        "gpu.module(math-expand-ops, convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
         "convert-gpu-to-nvvm{index-bitwidth=64}, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
         "reconcile-unrealized-casts",
         "align-dynamic-shared",

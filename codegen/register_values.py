@@ -12,7 +12,7 @@ from mlir.dialects import arith
 
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
-from .fast_math import F32_FAST, tanh_f16
+from .fast_math import F32_FAST
 from .held_registers import defer, held_at, is_elementwise, only_read_through
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
@@ -100,8 +100,6 @@ def clone_elementwise(self, op, operands, n):
     if op.name in F32_FAST and isinstance(rt.element_type, ir.F32Type):
         per_register = zip(*(_elements(v, n) for v in operands))
         return _from_elements([F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)
-    if op.name == "math.tanh" and isinstance(rt.element_type, ir.F16Type):
-        return _from_elements(tanh_f16(_elements(operands[0], n)), rt.element_type)
     attrs = {k: op.attributes[k] for k in op.attributes}
     if op.name in _CONTRACTIBLE:
         attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do

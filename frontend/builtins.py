@@ -274,8 +274,7 @@ def _cdiv(a, b):
 
 
 def tensor_method(arg: TensorArg, name: str):
-    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars, and `x.dtype`, its
-    element type (a compile-time value, as a specialization fixes it)."""
+    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars."""
 
     def emit(dim):
         dim = _const_int(dim, f"{name}'s dim")
@@ -286,10 +285,8 @@ def tensor_method(arg: TensorArg, name: str):
         v = sizes_strides[dim] if name == "size" else sizes_strides[arg.rank + dim]
         return Tile(arith.index_cast(ir.IntegerType.get_signless(32), v))
 
-    if name == "dtype":
-        return arg.dtype
     if name not in ("stride", "size"):
-        raise SemanticError(f"tensor argument '{arg.name}' has no attribute '{name}' (only .stride(d), .size(d) and .dtype)")
+        raise SemanticError(f"tensor argument '{arg.name}' has no attribute '{name}' (only .stride(d) and .size(d))")
     return emit
 
 

@@ -13,7 +13,7 @@ from mlir.dialects import arith, math
 
 from ..dialects import tile_ops
 from . import dtypes
-from .dtypes import float16, float32, int1, int32
+from .dtypes import float32, int1, int32
 from .errors import TileError
 from .values import Tile
 
@@ -177,16 +177,12 @@ _MATH = {"exp": math.exp, "exp2": math.exp2, "log": math.log, "sqrt": math.sqrt,
 
 
 def unary_math(name: str, x) -> Tile:
-    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do, but for
-    f16 tanh, which the GPU computes in f16 two at a time (`tanh.approx.f16x2`), its
-    error that of f32's `tanh.approx` rounded to f16: a kernel asks for it by casting."""
+    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do."""
     if not isinstance(x, Tile):
         x = constant(x, float32)
     dt = x.dtype
     if not dt.is_float:
         x = cast(x, float32)
-    if name == "tanh" and dt == float16:
-        return Tile(math.tanh(x.value))
     wide = cast(x, float32) if dt.bits < 32 and dt.is_float else x
     if name == "sigmoid":
         out = binary("/", 1.0, binary("+", 1.0, unary_math("exp", negate(wide))))
