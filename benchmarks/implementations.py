@@ -11,7 +11,10 @@ import sys
 
 PATCH = {"pt": 2, "st": 2, "ph": 16, "pw": 16}
 EPS = 1e-5
-LAYER_NORM_MAX_BLOCK = 16384  # longer rows are read twice (as in triton_kernels.py)
+LAYER_NORM_MAX_BLOCK = 16384  # longer rows are read twice (as in triton_kernels.py),
+# in chunks of LAYER_NORM_CHUNK columns: at 4096x32768 f16 on the H200 8192 at 16 warps ran 1.21x
+# 16384 at 32 warps, for tile and Triton alike (results/2026-12-04-1827-long-row-probe).
+LAYER_NORM_CHUNK = 8192
 # Softmax and layer norm rows up to SHORT_ROW go several a program, ROWS_ELEMENTS elements a program:
 # on the H200 (results/2026-12-04-1512) 1.33x / 2.5x Triton's one-row kernels at 256 columns; at 1024,
 # softmax's one-row kernel was the faster (4126 against 4074 GB/s), layer norm's rows kernel (1.07x).
@@ -58,7 +61,8 @@ def tile_config(kernel: str, shape, num_warps: int | None = None, overrides: dic
         else:
             cfg = {"BLOCK": 4096, "SINGLE_TILE": False, "num_warps": 8}
     elif kernel == "layer_norm":
-        block = min(next_pow2(shape[-1]), LAYER_NORM_MAX_BLOCK)
+        block = next_pow2(shape[-1])
+        block = block if block <= LAYER_NORM_MAX_BLOCK else LAYER_NORM_CHUNK
         cfg = {"BLOCK": block, "ONE_BLOCK": shape[-1] <= block, "num_warps": _warps(block)}
     elif kernel == "add_relu_layernorm":
         block = next_pow2(shape[-1])  # the kernel holds the whole row in one tile

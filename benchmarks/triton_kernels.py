@@ -20,7 +20,7 @@ import triton.language as tl
 # so both run the same algorithm (one read per element, or two when chunked).
 SOFTMAX_MAX_SINGLE = 32768
 SOFTMAX_CHUNK = 4096
-LAYER_NORM_MAX_BLOCK = 16384
+LAYER_NORM_MAX_BLOCK, LAYER_NORM_CHUNK = 16384, 8192  # as implementations.py's
 # The first of the tutorial's configs (benchmarks/implementations.py: TRITON_TUTORIAL_MATMUL_CONFIGS,
 # which the harness times in turn): a 128x256 f32 accumulator over 8 warps, 64-deep K steps, 3
 # stages of A and B tiles in shared memory (3 * (128*64 + 64*256) * 2 B = 144 KiB).
@@ -217,7 +217,7 @@ def _default_config(kernel: str, shape) -> dict:
             return {"BLOCK": block, "looped": False, "num_warps": _warps(block)}
         return {"BLOCK": SOFTMAX_CHUNK, "looped": True, "num_warps": _warps(SOFTMAX_CHUNK)}
     if kernel == "layer_norm":
-        block = min(block, LAYER_NORM_MAX_BLOCK)
+        block = block if block <= LAYER_NORM_MAX_BLOCK else LAYER_NORM_CHUNK
         return {"BLOCK": block, "num_warps": _warps(block)}
     if kernel == "add_relu_layernorm":
         return {"BLOCK": block, "num_warps": _warps(block)}

@@ -28,6 +28,12 @@ def test_choices():
     assert implementations.choices("triton", "layer_norm", (16384, 8192)) == [8, 16, 32]
 
 
+def test_layer_norm_rows():
+    # a row up to 16384 columns in one tile; a longer one looped over 8192-column chunks
+    assert implementations.tile_config("layer_norm", (8192, 16384)) == {"BLOCK": 16384, "ONE_BLOCK": True, "num_warps": 16}
+    assert implementations.tile_config("layer_norm", (4096, 32768)) == {"BLOCK": 8192, "ONE_BLOCK": False, "num_warps": 16}
+
+
 def _run(status, ms=None, **cfg):
     run = {"status": status, "config": {"BLOCK_M": 128, "BLOCK_N": 256, "num_warps": 8, "num_stages": 3, **cfg}}
     return {**run, "ms": ms} if ms is not None else {**run, "detail": "OutOfResources: shared memory"}
