@@ -24,6 +24,7 @@ from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
 SHAPE = (4096, 32768)
 # (BLOCK, num_warps): the sweep's config first (two chunks a row), then shorter chunks, then
 # the whole row (the Triton tutorial's choice for this row: BLOCK 32768, 8 warps).
+HINTED = [(8192, 16), (8192, 8), (4096, 8), (16384, 32)]  # looped, with L2 eviction hints (Triton only)
 CONFIGS = [(16384, 32), (16384, 16), (8192, 16), (8192, 8), (4096, 8), (4096, 4), (32768, 8), (32768, 16), (32768, 32)]
 
 
@@ -49,6 +50,46 @@ def triton_ln(block, warps):
     return run
 
 
+def triton_ln_hinted(block, warps):
+    """The looped kernel with L2 hints: the first pass keeps the row (evict_last) for the
+    second, which lets it go (evict_first). Defined here: Triton only on the GPU machine."""
+    import triton
+    import triton.language as tl
+
+    global _HINTED
+    if "_HINTED" not in globals():
+        @triton.jit
+        def kernel(x_ptr, w_ptr, b_ptr, out_ptr, x_row_stride, out_row_stride, n_cols, eps, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            x_row = x_ptr + row * x_row_stride
+            out_row = out_ptr + row * out_row_stride
+            cols = tl.arange(0, BLOCK)
+            acc = tl.zeros((BLOCK,), tl.float32)
+            acc_sq = tl.zeros((BLOCK,), tl.float32)
+            for start in range(0, n_cols, BLOCK):
+                v = tl.load(x_row + start + cols, mask=start + cols < n_cols, other=0.0,
+                            eviction_policy="evict_last").to(tl.float32)
+                acc += v
+                acc_sq += v * v
+            mean = tl.sum(acc, axis=0) / n_cols
+            var = tl.maximum(tl.sum(acc_sq, axis=0) / n_cols - mean * mean, 0.0)
+            rstd = 1.0 / tl.sqrt(var + eps)
+            for start in range(0, n_cols, BLOCK):
+                mask = start + cols < n_cols
+                v = tl.load(x_row + start + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(w_ptr + start + cols, mask=mask).to(tl.float32)
+                b = tl.load(b_ptr + start + cols, mask=mask).to(tl.float32)
+                tl.store(out_row + start + cols, ((v - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
+
+        _HINTED = kernel
+
+    def run(x, w, b):
+        out = torch.empty_like(x)
+        _HINTED[(x.shape[0],)](x, w, b, out, x.stride(0), out.stride(0), x.shape[1], EPS, BLOCK=block, num_warps=warps)
+        return out
+    return run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-only", action="store_true")
@@ -63,6 +104,7 @@ def main() -> None:
             fn(*ins)
         return
     fns.update({f"triton {blk}/{w}w": triton_ln(blk, w) for blk, w in CONFIGS})
+    fns.update({f"triton hinted {blk}/{w}w": triton_ln_hinted(blk, w) for blk, w in HINTED})
     want = reference("layer_norm", ins)
     for name, fn in fns.items():
         torch.testing.assert_close(fn(*ins), want, rtol=1e-2, atol=1e-2, msg=lambda m: f"{name}: {m}")
