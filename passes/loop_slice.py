@@ -47,6 +47,42 @@ def body_slice(values, body, loop, iv):
     return [op.operation for op in body.operations if op.operation in needed]
 
 
+def split_from_group(v, body, loop, iv):
+    """v itself, or, where v is a result of a fusion group of `body` that also reads
+    loop-carried values (attention's V offsets, grouped with the softmax), a clone of the
+    ops of the group that compute it alone, placed before the group: the value a copy of
+    a later iteration can recompute. Unchanged (v) where those ops read loop-carried
+    values themselves.
+
+        # before: one group, its V offsets needing the scores
+        %g:2 = scf.execute_region { ... %p = exp2(%s - %m) ... %offs = %base + %rn * %stride ... yield %p, %offs }
+        # after: the offsets' ops alone, then the group
+        %offs' = %base + %rn * %stride
+        %g:2 = scf.execute_region { ... yield %p, %offs }"""
+    if isinstance(v.owner, ir.Block) or v.owner.operation.name != "scf.execute_region":
+        return v
+    group = v.owner.operation
+    inner = group.regions[0].blocks[0]
+    yielded = list(inner.operations)[-1].operands[list(group.results).index(v)]
+    needed, outside, work = set(), [], [yielded]
+    while work:
+        x = work.pop()
+        if not isinstance(x.owner, ir.Block) and x.owner.operation.parent == group:
+            op = x.owner.operation
+            if op not in needed:
+                needed.add(op)
+                work.extend(op.operands)
+        elif isinstance(x.owner, ir.Block) and x.owner == inner:
+            return v
+        else:
+            outside.append(x)
+    if body_slice(outside, body, loop, iv) is None:
+        return v
+    mapping = {}
+    clone_slice([op.operation for op in inner.operations if op.operation in needed], mapping, ir.InsertionPoint(group))
+    return mapping.get(yielded, yielded)
+
+
 def _remap(op, mapping):
     for inner in all_ops(op):
         for i, o in enumerate(inner.operands):

@@ -78,6 +78,9 @@ K loop, so that they land while this tile's epilogue runs (`next_tile_copies.py`
 
 Without TMA, a load of a column-major block gets the same transposed slots, filled
 by `cp.async` copies made in the slot's shape (`transposed_copies.py`).
+
+A wgmma operand loaded before the loop (attention's Q) is copied into shared memory
+once, before the loop, where it was loaded (`invariant_operands.py`).
 """
 
 from __future__ import annotations
@@ -93,16 +96,18 @@ from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
-from .loop_slice import body_slice, clone_slice, inside
+from .loop_slice import body_slice, clone_slice, inside, split_from_group
 from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .block_access import match_block
+from .invariant_operands import stage_invariant_operands
 from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
 from .transposed_copies import transposed_copy
 from .walk import all_ops
 
 _DOT_OPERANDS = (0, 1)
+_NOT_ARITHMETIC = {"tile.load", "tile.load_tile", "tile.gather", "tile.reduce"}
 
 
 def _is_zero(v) -> bool:
@@ -121,6 +126,15 @@ def _is_zero(v) -> bool:
         if isinstance(attr, ir.IntegerAttr):
             return attr.value == 0
     return False
+
+
+def _arithmetic(ops) -> bool:
+    """Whether a slice (`body_slice`) is there and only computes addresses: no tile loads,
+    dots or reductions, which a copy of a later iteration must not repeat (a scalar load,
+    such as a page number read from a table, is part of an address)."""
+    return ops is not None and not any(
+        inner.name in _NOT_ARITHMETIC and any(isinstance(r.type, ir.RankedTensorType) for r in inner.results)
+        or inner.name == "tile.dot" for op in ops for inner in all_ops(op))
 
 
 def _column_major(load):
@@ -155,6 +169,7 @@ class TilePipeline:
         if self.num_stages < 2:
             return
         for loop in [op for op in all_ops(module_op) if op.name == "scf.for"]:
+            stage_invariant_operands(loop, _is_zero)
             self.pipeline(loop)
 
     def candidates(self, loop, body, iv) -> list:
@@ -173,7 +188,12 @@ class TilePipeline:
             if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop):
                 continue
             ops = body_slice([offsets, mask], body, loop, iv)
-            if ops is not None:
+            if not _arithmetic(ops):  # the offsets or mask grouped with this iteration's dots' values
+                split = [split_from_group(v, body, loop, iv) for v in (offsets, mask)]
+                ops = body_slice(split, body, loop, iv)
+                if _arithmetic(ops):
+                    op.operands[1], op.operands[2] = split
+            if _arithmetic(ops):
                 found.append((op, ops))
         return found
 

@@ -666,3 +666,65 @@ func.func @scalar_load_in_loop(%table: !t, %n: i32) -> i32 {
   }
   return %r : i32
 }
+
+// -----
+
+// Attention's shape: Q, loaded before the K loop and read only by a wgmma dot in it,
+// is copied into a one-slot ring once, where it was loaded, and the dot reads the slot;
+// the ring is freed after the loop. V's offsets share a fusion group with the scores'
+// softmax (which reads this iteration's dot): the ops that compute them alone are
+// cloned out of the group, so that V's load is pipelined as K's is.
+
+// CHECK-LABEL: func.func @attention_operands
+// CHECK: %[[Q:.*]] = "tile.local_alloc"() : () -> memref<1x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: "tile.async_copy"(%[[Q]], %[[C0]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NEXT: "tile.async_commit"()
+// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: %[[QT:.*]] = "tile.local_load"(%[[Q]], %[[C0]])
+// CHECK: %[[RK:.*]] = "tile.local_alloc"() : () -> memref<3x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[RV:.*]] = "tile.local_alloc"() : () -> memref<3x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: %[[K:.*]] = "tile.local_load"(%[[RK]]
+// CHECK: %[[V:.*]] = "tile.local_load"(%[[RV]]
+// CHECK: "tile.dot"(%[[QT]], %[[K]]
+// CHECK: scf.execute_region
+// CHECK: "tile.dot"(%{{.*}}, %[[V]]
+// CHECK: }
+// CHECK: "tile.local_dealloc"(%[[RV]])
+// CHECK-NEXT: "tile.local_dealloc"(%[[RK]])
+// CHECK-NEXT: "tile.local_dealloc"(%[[Q]])
+
+// OFF-LABEL: func.func @attention_operands
+// OFF-NOT: tile.local_alloc
+!a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!s = tensor<128x64xf32, #tile.wgmma<[2, 1]>>
+!t = tensor<64x64xbf16>
+!i = tensor<64x64xi32>
+func.func @attention_operands(%q: !a, %k: !a, %v: !a, %oq: tensor<128x64xi32>, %mq: tensor<128x64xi1>,
+                              %ok: tensor<64x64xi32>, %ov: tensor<64x64xi32>, %mk: tensor<64x64xi1>, %N: i32) -> !s {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> !s
+  %zq = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zt = "tile.splat"(%zb) : (bf16) -> !t
+  %qt = "tile.load"(%q, %oq, %mq, %zq) : (!a, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+  %r = scf.for %n = %c0 to %N step %c64 iter_args(%acc = %acc0) -> (!s) : i32 {
+    %ns = "tile.splat"(%n) : (i32) -> !i
+    %offk = arith.addi %ok, %ns : !i
+    %kt = "tile.load"(%k, %offk, %mk, %zt) : (!a, !i, tensor<64x64xi1>, !t) -> !t
+    %s = "tile.dot"(%qt, %kt, %acc0) : (tensor<128x64xbf16>, !t, !s) -> !s
+    %g:2 = scf.execute_region -> (tensor<128x64xbf16, #tile.wgmma<[2, 1]>>, !i) no_inline {
+      %e = math.exp2 %s : !s
+      %p = arith.truncf %e : !s to tensor<128x64xbf16, #tile.wgmma<[2, 1]>>
+      %offv = arith.addi %ov, %ns : !i
+      scf.yield %p, %offv : tensor<128x64xbf16, #tile.wgmma<[2, 1]>>, !i
+    } {tile.fusion_group}
+    %vt = "tile.load"(%v, %g#1, %mk, %zt) : (!a, !i, tensor<64x64xi1>, !t) -> !t
+    %o = "tile.dot"(%g#0, %vt, %acc) : (tensor<128x64xbf16, #tile.wgmma<[2, 1]>>, !t, !s) -> !s
+    scf.yield %o : !s
+  }
+  return %r : !s
+}
