@@ -28,7 +28,8 @@ from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import SharedTile, shared_writes_done
 from .distributed_convert import stage
 from .distributed_layout import MmaDistribution, WgmmaDistribution
-from .distributed_wgmma import supported as wgmma_supported, wgmma_dot
+from .distributed_wgmma import registers_a, wgmma_dot
+from .distributed_wgmma import supported as wgmma_supported
 from .register_vectors import elements, from_elements, i32
 from .tf32_rounding import round_to_tf32
 
@@ -88,19 +89,20 @@ def op_tile_dot(self, op):
         raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of {step}")
     ta, tb = (self.map.get(v) for v in (a, b))
     ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
-    if ta is None or tb is None:  # stage the register operands in a swizzled scratch tile
-        need = (0 if ta else M * K) + (0 if tb else K * N)
+    a_in_registers = isinstance(cd, WgmmaDistribution) and registers_a(self, op)
+    if (ta is None and not a_in_registers) or tb is None:  # stage the register operands in a swizzled scratch tile
+        need = (0 if ta or a_in_registers else M * K) + (0 if tb else K * N)
         buf = self.scratch(elem, need, align=1024)  # the 128-byte swizzle's period
         gpu.barrier()
-        if ta is None:
+        if ta is None and not a_in_registers:
             ta = SharedTile(buf, i32(0), M, K, elem)
             stage(self, a, ta)
         if tb is None:
-            tb = SharedTile(buf, i32(0 if ta.buf != buf else M * K), K, N, elem)
+            tb = SharedTile(buf, i32(0 if ta is None or ta.buf != buf else M * K), K, N, elem)
             stage(self, b, tb)
         shared_writes_done(self)
     if isinstance(cd, WgmmaDistribution):
-        why = wgmma_supported(ta, tb)
+        why = wgmma_supported(ta or tb, tb)
         if why:
             raise TileError(f"dot of {M}x{K} by {K}x{N} on wgmma: {why}")
         return wgmma_dot(self, op, ta, tb)

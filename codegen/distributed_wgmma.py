@@ -34,10 +34,11 @@ the `nvvm` ops are emitted directly.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, nvvm
+from mlir.dialects import arith, gpu, llvm, memref, nvvm, vector
 
 from ..dialects.layout import element_bits as bits
 from .distributed_async_copy import SharedTile
+from .distributed_layout import WgmmaDistribution
 from .register_vectors import elements, from_elements, i32
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
@@ -92,10 +93,51 @@ def supported(ta: SharedTile, tb: SharedTile) -> str | None:
     return None
 
 
-def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
+def registers_a(self, op) -> bool:
+    """Whether the dot's A, in registers, can go to wgmma as they are: a 16-bit tile in the
+    `#tile.wgmma` layout split over warpgroups along M as the accumulator is (attention's P,
+    the scores' softmax cast to the dot's type). A thread's registers for 16 columns of a
+    64-row block are then the A fragment of that K step (rows g, g + 8; columns 2t, 2t + 1,
+    and 8 further on)."""
+    a = op.operands[0]
+    if isinstance(self.map.get(a), SharedTile) or "in_flight" in op.attributes:
+        return False
+    da, cd = self.dist(a), self.dist(op.results[0])
+    return (isinstance(da, WgmmaDistribution) and bits(ir.RankedTensorType(a.type).element_type) == 16
+            and cd.layout.warpgroups[1] == 1 and da.layout.warpgroups == cd.layout.warpgroups)
+
+
+def _a_fragments(self, a, rm: int, ks: int) -> list:
+    """A's registers for K step ks of 64-row block rm, as the four b32 of a wgmma A fragment."""
+    da = self.dist(a)
+    elem = ir.RankedTensorType(a.type).element_type
+    regs = elements(self.value(a), da.num_registers)
+    pair, i32t = ir.VectorType.get([2], elem), ir.IntegerType.get_signless(32)
+    frags = []
+    for rn in (2 * ks, 2 * ks + 1):
+        for i in (0, 2):
+            r = da.register(rm, rn, i)
+            frags.append(llvm.bitcast(i32t, vector.FromElementsOp(pair, [regs[r], regs[r + 1]]).result))
+    return frags
+
+
+def _wgmma_registers_a(struct, acc, n: int, frags: list, desc_b, tn: int, elem, trans_b: int):
+    """One `m64nNk16` wgmma with A in registers (inline PTX: NVVM's op takes A by descriptor only)."""
+    f32 = ir.F32Type.get()
+    accs = [llvm.ExtractValueOp(f32, acc, [j]).result for j in range(n)]
+    d = ", ".join(f"${j}" for j in range(n))
+    a = ", ".join(f"${2 * n + i}" for i in range(4))
+    asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+           f"wgmma.mma_async.sync.aligned.m64n{tn}k16.f32.{elem}.{elem} {{{d}}}, {{{a}}}, ${2 * n + 4}, p, 1, 1, {trans_b};\n}}")
+    constraints = ",".join(["=f"] * n + [str(j) for j in range(n)] + ["r"] * 4 + ["l"])
+    return llvm.InlineAsmOp(struct, accs + frags + [desc_b], asm, constraints, has_side_effects=True).result
+
+
+def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
+    """ta None: A from registers (`registers_a`)."""
     acc = op.operands[2]
     cd = self.dist(op.results[0])
-    elem = ta.elem
+    elem = tb.elem
     f32 = ir.F32Type.get()
     gn = cd.layout.warpgroups[1]
     (tm, tn), (reps_m, reps_n) = cd.warp_tile, cd.reps
@@ -107,7 +149,9 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     # A: K-major, leading offset unused (1), the warpgroup's part_m * tm rows down; B: N-major,
     # panels `lead` apart, the warpgroup's columns from part_n * tn. A transposed slot the other
     # way round: A M-major as B (its columns from part_m * tm), B K-major as A.
-    if ta.transposed:
+    if ta is None:
+        desc_a = None
+    elif ta.transposed:
         desc_a, col_a = _mn_major(ta), (arith.muli(part_m, i32(tm)) if cd.layout.warpgroups[0] > 1 else None)
     else:
         desc_a = _k_major(ta, part_m, tm)
@@ -129,11 +173,17 @@ def wgmma_dot(self, op, ta: SharedTile, tb: SharedTile):
     attrs = [ir.Attribute.parse(a) for a in (
         f"#nvvm.shape<m = 64, n = {tn}, k = 16>", f"#nvvm.wgmma_type<{elem}>", f"#nvvm.wgmma_type<{elem}>",
         "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
-        "#nvvm.wgmma_scale_in<one>", *(f"#nvvm.mma_layout<{'col' if t.transposed else 'row'}>" for t in (ta, tb)))]
+        "#nvvm.wgmma_scale_in<one>", *(f"#nvvm.mma_layout<{'col' if t is not None and t.transposed else 'row'}>"
+                                       for t in (ta, tb)))]
     nvvm.WgmmaFenceAlignedOp()
-    for ks in range((ta.rows if ta.transposed else ta.cols) // 16):  # K steps
+    k = ir.RankedTensorType(op.operands[0].type).shape[1]
+    for ks in range(k // 16):  # K steps
         b = _at(desc_b, tb, 0, (None, ks * 16)) if tb.transposed else _at(desc_b, tb, ks * 16, col_b)
         for rm in range(reps_m):
+            if ta is None:
+                accs[rm] = _wgmma_registers_a(struct, accs[rm], reps_n * 4, _a_fragments(self, op.operands[0], rm, ks),
+                                              b, tn, elem, 0 if tb.transposed else 1)
+                continue
             a = _at(desc_a, ta, ks * 16, (col_a, rm * 64)) if ta.transposed else _at(desc_a, ta, rm * 64, (None, ks * 16))
             accs[rm] = nvvm.WgmmaMmaAsyncOp(struct, accs[rm], a, b, *attrs).result
     nvvm.WgmmaGroupSyncAlignedOp()
