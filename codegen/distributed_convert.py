@@ -49,6 +49,8 @@ from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
 from .distributed_async_copy import MAX_SHARED, SharedTile
 from .distributed_layout import MmaDistribution, row_major_strides
+from .distributed_mma_reduce import only_reduced_in_place
+from .held_registers import defer
 from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
 from .static_registers import constant_offset_groups, static_values, thread_coords
 
@@ -137,9 +139,17 @@ def chunks_of(self, dists, extent: int, fit: int, axis: int = 0, contiguous: boo
 
 def op_tile_convert_layout(self, op):
     src = op.operands[0]
-    t = ir.RankedTensorType(src.type)
-    if self.rematerializable(src) or not _fits(t):
+    if self.rematerializable(src) or not _fits(ir.RankedTensorType(src.type)):
         return self.remat_own(op)
+    if only_reduced_in_place(self, op):  # (made only if something else asks for it)
+        return defer(self, op.results[0], lambda: _through_shared(self, op))
+    self.map[op.results[0]] = _through_shared(self, op)
+
+
+def _through_shared(self, op):
+    """The converted tile's registers, through a swizzled shared tile."""
+    src = op.operands[0]
+    t = ir.RankedTensorType(src.type)
     rows, cols = t.shape
     src_dist, dst_dist = self.dist(src), self.dist(op.results[0])
     # Shared memory above the buffers that stay live (a ring the next tile's copies fill):
@@ -158,7 +168,7 @@ def op_tile_convert_layout(self, op):
         gpu.barrier()
         for r, w, at in _accesses(self, dst_dist, tile, (chunks, c)):
             out[r : r + w] = load_run(tile.buf, w, at, t.element_type)
-    self.map[op.results[0]] = from_elements(out, t.element_type)
+    return from_elements(out, t.element_type)
 
 
 def _padding(elem) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from mlir.dialects import arith, gpu, memref
 
 from .convert_tile_to_linalg import combine, to_index
 from .distributed_layout import Distribution, row_major_strides
+from .distributed_mma_reduce import mma_row_source, reduce_mma_rows
 from .held_registers import defer, only_read_through, pick
 from .register_vectors import elements, from_elements, i32, linear_index
 from .static_registers import thread_coords
@@ -80,6 +81,9 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
 
 
 def op_tile_reduce(self, op):
+    tile = mma_row_source(self, op)
+    if tile is not None:  # rows of a tensor-core tile, reduced where they are
+        return reduce_mma_rows(self, op, tile)
     src = op.operands[0]
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     kind = ir.StringAttr(op.attributes["kind"]).value

@@ -1,9 +1,12 @@
 """Compile-only checks of examples/flash_attention.py on sm_90a (no GPU needed): Q, loaded
 before the K loop, is copied into shared memory once (tile-pipeline's invariant operands);
 K and V come through cp.async rings; P, the scores' softmax in the accumulator's layout,
-goes to the second wgmma as its A registers; nothing spills."""
+goes to the second wgmma as its A registers; the scores' row max and row sum are reduced
+in the accumulator's layout (registers, then two xor shuffles among the 4 lanes of a row),
+not converted to a blocked layout through shared memory first; nothing spills."""
 
 import math
+import re
 
 import torch
 
@@ -38,3 +41,11 @@ def test_attention_wgmma_operands(monkeypatch):
     assert "cp.async.ca.shared.global [%r" in ptx.split("cp.async.wait_group 0")[0]
     assert "cp.async.cg.shared.global" in ptx
     assert launcher.metadata["ptxas"]["spill_stores"] == 0
+
+
+def test_attention_rows_reduced_in_place(monkeypatch):
+    ptx = _build(monkeypatch).asm["ptx"]
+    # Two reductions a K step (max, sum), each of the 2 rows a thread holds of its warp's
+    # 16: shuffles by 1 and 2 lanes; no other shuffle (no blocked-layout reduction).
+    assert ptx.count("shfl.sync.bfly.b32") == 8
+    assert len(re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, [12], 31, -1;", ptx)) == 8
