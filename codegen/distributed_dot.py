@@ -102,7 +102,7 @@ def op_tile_dot(self, op):
             stage(self, b, tb)
         shared_writes_done(self)
     if isinstance(cd, WgmmaDistribution):
-        why = wgmma_supported(ta or tb, tb)
+        why = wgmma_supported(ta, tb)
         if why:
             raise TileError(f"dot of {M}x{K} by {K}x{N} on wgmma: {why}")
         return wgmma_dot(self, op, ta, tb)

@@ -32,9 +32,10 @@ from .static_registers import thread_coords
 
 
 def mma_row_source(self, op):
-    """The tensor-core tile that `op`, a reduction along rows of its conversion to a blocked
-    layout, can reduce in place: each warp holds whole rows (no two warps a row) and the
-    lanes that share a row differ in a run of low lane bits. Else None."""
+    """(the tensor-core tile that `op`, a reduction along rows of its conversion to a blocked
+    layout, can reduce in place, (lane stride, lanes) of a row): each warp holds whole rows
+    (no two warps a row) and the lanes that share a row differ in a run of low lane bits.
+    Else None."""
     if op.name != "tile.reduce" or ir.IntegerAttr(op.attributes["axis"]).value != 1:
         return None
     src = op.operands[0]
@@ -44,7 +45,8 @@ def mma_row_source(self, op):
     dist = self.dist(tile)
     if not isinstance(dist, MmaDistribution) or len(dist.shape) != 2:
         return None
-    return tile if _row_lanes(self, dist) is not None else None
+    lanes = _row_lanes(self, dist)
+    return (tile, lanes) if lanes is not None else None
 
 
 def _row_lanes(self, dist):
@@ -60,7 +62,7 @@ def _row_lanes(self, dist):
     return (masks[0], 1 << len(masks)) if masks else (1, 1)
 
 
-def reduce_mma_rows(self, op, tile):
+def reduce_mma_rows(self, op, tile, row_lanes):
     """`op` (see `mma_row_source`) on `tile`'s registers: in the thread, across the lanes of
     each row; the result in its layout, or deferred for broadcasts that read it in place."""
     from .distributed_reduce import _in_thread, _shuffle_combine
@@ -74,7 +76,7 @@ def reduce_mma_rows(self, op, tile):
     groups: dict = {}
     for r in range(n):  # registers that hold the same row in every thread
         groups.setdefault(rows[:, r].tobytes(), []).append(r)
-    stride, lanes = _row_lanes(self, dist)
+    stride, lanes = row_lanes
     values, firsts = [], []
     for rs in groups.values():
         acc = regs[rs[0]]

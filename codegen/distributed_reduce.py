@@ -81,9 +81,9 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
 
 
 def op_tile_reduce(self, op):
-    tile = mma_row_source(self, op)
-    if tile is not None:  # rows of a tensor-core tile, reduced where they are
-        return reduce_mma_rows(self, op, tile)
+    in_place = mma_row_source(self, op)
+    if in_place is not None:  # rows of a tensor-core tile, reduced where they are
+        return reduce_mma_rows(self, op, *in_place)
     src = op.operands[0]
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     kind = ir.StringAttr(op.attributes["kind"]).value

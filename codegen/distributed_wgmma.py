@@ -85,10 +85,10 @@ def _mn_major(tile: SharedTile):
     return _descriptor(tile, tile.rows * tile.panel * bits(tile.elem) // 8, 8 * tile.swizzle_bytes)
 
 
-def supported(ta: SharedTile, tb: SharedTile) -> str | None:
-    """Why wgmma cannot read these tiles, or None."""
+def supported(ta: SharedTile | None, tb: SharedTile) -> str | None:
+    """Why wgmma cannot read these tiles, or None (ta None: A in registers)."""
     for name, t in (("a", ta), ("b", tb)):
-        if t.swizzle_bytes not in _SWIZZLE_MODE:
+        if t is not None and t.swizzle_bytes not in _SWIZZLE_MODE:
             return f"operand {name} of {t.rows}x{t.cols} is not in 32-, 64- or 128-byte swizzled panels"
     return None
 
@@ -107,11 +107,9 @@ def registers_a(self, op) -> bool:
             and cd.layout.warpgroups[1] == 1 and da.layout.warpgroups == cd.layout.warpgroups)
 
 
-def _a_fragments(self, a, rm: int, ks: int) -> list:
-    """A's registers for K step ks of 64-row block rm, as the four b32 of a wgmma A fragment."""
-    da = self.dist(a)
-    elem = ir.RankedTensorType(a.type).element_type
-    regs = elements(self.value(a), da.num_registers)
+def _a_fragments(da, regs: list, elem, rm: int, ks: int) -> list:
+    """A's registers (`regs`, in layout `da`) for K step ks of 64-row block rm, as the four
+    b32 of a wgmma A fragment."""
     pair, i32t = ir.VectorType.get([2], elem), ir.IntegerType.get_signless(32)
     frags = []
     for rn in (2 * ks, 2 * ks + 1):
@@ -175,13 +173,16 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
         "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
         "#nvvm.wgmma_scale_in<one>", *(f"#nvvm.mma_layout<{'col' if t is not None and t.transposed else 'row'}>"
                                        for t in (ta, tb)))]
+    if ta is None:
+        da = self.dist(op.operands[0])
+        a_regs = elements(self.value(op.operands[0]), da.num_registers)
     nvvm.WgmmaFenceAlignedOp()
     k = ir.RankedTensorType(op.operands[0].type).shape[1]
     for ks in range(k // 16):  # K steps
         b = _at(desc_b, tb, 0, (None, ks * 16)) if tb.transposed else _at(desc_b, tb, ks * 16, col_b)
         for rm in range(reps_m):
             if ta is None:
-                accs[rm] = _wgmma_registers_a(struct, accs[rm], reps_n * 4, _a_fragments(self, op.operands[0], rm, ks),
+                accs[rm] = _wgmma_registers_a(struct, accs[rm], reps_n * 4, _a_fragments(da, a_regs, elem, rm, ks),
                                               b, tn, elem, 0 if tb.transposed else 1)
                 continue
             a = _at(desc_a, ta, ks * 16, (col_a, rm * 64)) if ta.transposed else _at(desc_a, ta, rm * 64, (None, ks * 16))

@@ -30,7 +30,7 @@ from ..dialects.layout import Wgmma, element_bits, encoding_of
 from .block_access import match_block
 from .loop_slice import inside
 
-_DOT_OPERANDS = (0, 1)
+DOT_OPERANDS = (0, 1)  # a, b of `tile.dot` (2 is the accumulator)
 
 
 def _invariant_operand(load, loop, is_zero) -> bool:
@@ -45,7 +45,7 @@ def _invariant_operand(load, loop, is_zero) -> bool:
     uses = [(u.owner, u.operand_number) for u in load.results[0].uses]
     if not uses or not is_zero(load.operands[3]):
         return False
-    if any(o.name != "tile.dot" or n not in _DOT_OPERANDS or not inside(o, loop)
+    if any(o.name != "tile.dot" or n not in DOT_OPERANDS or not inside(o, loop)
            or not isinstance(encoding_of(o.results[0].type), Wgmma) for o, n in uses):
         return False
     block = match_block(load)
@@ -61,7 +61,7 @@ def stage_invariant_operands(loop, is_zero) -> None:
         op = op.operation
         if op.name != "tile.dot":
             continue
-        for n in _DOT_OPERANDS:
+        for n in DOT_OPERANDS:
             v = op.operands[n]
             if isinstance(v.owner, ir.Block) or v.owner.operation in loads:
                 continue

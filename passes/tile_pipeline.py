@@ -101,12 +101,11 @@ from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .block_access import match_block
-from .invariant_operands import stage_invariant_operands
+from .invariant_operands import DOT_OPERANDS, stage_invariant_operands
 from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
 from .transposed_copies import transposed_copy
 from .walk import all_ops
 
-_DOT_OPERANDS = (0, 1)
 _NOT_ARITHMETIC = {"tile.load", "tile.load_tile", "tile.gather", "tile.reduce"}
 
 
@@ -183,7 +182,7 @@ class TilePipeline:
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]
             tensor_cores = ("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16")
             if (t.rank != 2 or str(t.element_type) not in tensor_cores or not users or not _is_zero(other)
-                    or any(o.name != "tile.dot" or n not in _DOT_OPERANDS or o.parent != loop for o, n in users)):
+                    or any(o.name != "tile.dot" or n not in DOT_OPERANDS or o.parent != loop for o, n in users)):
                 continue
             if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop):
                 continue
