@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 
-from ..dialects.layout import Blocked, Mma, Wgmma, encoding_of
+from ..dialects.layout import Blocked, Mma, Rows, Wgmma, encoding_of
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
 from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
-from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution, row_major_strides
+from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
 from .fast_math import F32_FAST
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
@@ -97,7 +97,7 @@ class Translator:
     def dist(self, v) -> Distribution:
         t = ir.RankedTensorType(v.type)
         layout = encoding_of(t) or Blocked.default(list(t.shape), _bits(t.element_type), self.num_warps)
-        kind = {Mma: MmaDistribution, Wgmma: WgmmaDistribution}.get(type(layout), Distribution)
+        kind = {Mma: MmaDistribution, Wgmma: WgmmaDistribution, Rows: RowsDistribution}.get(type(layout), Distribution)
         d = kind(layout, tuple(t.shape))
         if d.num_registers * max(_bits(t.element_type), 32) // 32 > MAX_REGISTERS:
             raise TileError(f"tile too large: a tile of shape {list(t.shape)} needs {d.num_registers} registers per thread with "
@@ -114,6 +114,12 @@ class Translator:
             return self.coords_memo[dist]
         if isinstance(dist, MmaDistribution):
             self.coords_memo[dist] = self.mma_coords(dist)
+            return self.coords_memo[dist]
+        if isinstance(dist, RowsDistribution):
+            parent_rows = self.coords(dist.parent)[0]
+            with self.entry:
+                rows = _elements(parent_rows, dist.parent.num_registers)
+                self.coords_memo[dist] = [_from_elements([rows[r] for r in dist.picks], ir.IntegerType.get_signless(32))]
             return self.coords_memo[dist]
         L, out = dist.layout, []
         with self.entry:

@@ -162,3 +162,33 @@ class WgmmaDistribution(MmaDistribution):
     def register_offsets(self) -> tuple[list[int], list[int]]:
         rows, cols = super().register_offsets()
         return [(r // 16) * 64 + r % 16 for r in rows], cols
+
+
+@dataclass(frozen=True)
+class RowsDistribution:
+    """Where the elements of a 1-D tile in `#tile.rows<parent>` layout live: row r is held by
+    the threads that hold row r of the parent tensor-core tile, in the registers of its first
+    fragment column: per row instruction rm, register 2 rm + h holds what parent register
+    (rm, 0, 2 h) holds, row rm * 16 (64 for wgmma) + group + 8 h of the thread's part."""
+
+    layout: object  # dialects.layout.Rows
+    shape: tuple[int, ...]
+
+    rank = 1
+    vector_width = 1
+
+    @cached_property
+    def parent(self) -> MmaDistribution:
+        """The parent's distribution over a tile of these rows and one fragment column a warp."""
+        p = self.layout.parent
+        kind = WgmmaDistribution if hasattr(p, "warpgroups") else MmaDistribution
+        return kind(p, (self.shape[0], 8 * (p.warpgroups if hasattr(p, "warpgroups") else p.warps)[1]))
+
+    @cached_property
+    def picks(self) -> list[int]:
+        """Per register, the parent register that holds the same row."""
+        return [self.parent.register(rm, 0, 2 * h) for rm in range(self.parent.reps[0]) for h in range(2)]
+
+    @property
+    def num_registers(self) -> int:
+        return len(self.picks)

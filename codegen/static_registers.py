@@ -21,7 +21,7 @@ import numpy as np
 from mlir import ir
 
 from ..passes.tile_fuse import through_groups
-from .distributed_layout import Distribution, MmaDistribution, WgmmaDistribution
+from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution
 
 _WRAP = 1 << 32
 
@@ -72,6 +72,8 @@ def thread_coords(dist: Distribution, num_threads: int) -> list[np.ndarray]:
     lane, warp = tid % 32, tid // 32
     if isinstance(dist, MmaDistribution):
         return _mma_coords(dist, lane, warp)
+    if isinstance(dist, RowsDistribution):
+        return [_mma_coords(dist.parent, lane, warp)[0][:, dist.picks]]
     L = dist.layout
     out = []
     for d in range(dist.rank):

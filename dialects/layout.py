@@ -1,4 +1,4 @@
-"""The layout encodings carried by tile (tensor) types: `#tile.blocked`, `#tile.mma`, `#tile.wgmma`.
+"""The layout encodings carried by tile (tensor) types: `#tile.blocked`, `#tile.mma`, `#tile.wgmma`, `#tile.rows`.
 
 A blocked layout says how a tile is spread over one program's threads:
 
@@ -11,6 +11,9 @@ A blocked layout says how a tile is spread over one program's threads:
 A `dot`'s accumulator takes a tensor-core layout instead: `#tile.mma<[2, 2]>`
 (a grid of warps, each holding m16n8 fragments of `mma.sync`) or, on sm_90a,
 `#tile.wgmma<[2, 1]>` (a grid of warpgroups, each issuing 64-row `wgmma`s).
+A 1-D tile of one value per row of such a tile (attention's running row maximum
+and sum) can take `#tile.rows<#tile.wgmma<[2, 1]>>`: each thread holds the rows
+it holds of the parent, as Triton's slice of an mma layout.
 
 Layout assignment (`tile-assign-layouts`) sets it; lowerings read it and never guess.
 """
@@ -37,6 +40,10 @@ ATTRIBUTE_IRDL = """  irdl.attribute @blocked {
   irdl.attribute @wgmma {
     %g = irdl.any
     irdl.parameters(warpgroups: %g)
+  }
+  irdl.attribute @rows {
+    %p = irdl.any
+    irdl.parameters(parent: %p)
   }"""
 
 
@@ -211,13 +218,48 @@ class Wgmma(_Grid):
         return None
 
 
-def encoding_of(ty: ir.Type) -> "Blocked | Mma | Wgmma | None":
+@dataclass(frozen=True)
+class Rows:
+    """A 1-D tile with one value per row of a tensor-core tile, where each thread holds the
+    rows it holds of that tile (`#tile.rows<#tile.wgmma<[2, 1]>>`; Triton's slice of an mma
+    layout along its columns): 2 rows a thread per 16-row (`#tile.mma`) or 64-row
+    (`#tile.wgmma`) instruction, the rows `group` and `group + 8` of its m16n8 fragments. A
+    row's maximum or sum, reduced in the parent's registers, is already where this layout
+    wants it, and so is a broadcast of it back over the row: neither goes through shared
+    memory. Only for parents whose warps hold whole rows (one warp, or warpgroup, along N)."""
+
+    parent: "Mma | Wgmma"
+
+    def __str__(self) -> str:
+        return f"#tile.rows<{self.parent}>"
+
+    def attr(self) -> ir.Attribute:
+        return ir.Attribute.parse(str(self))
+
+    @staticmethod
+    def parse(attr: ir.Attribute) -> "Rows | None":
+        text = str(attr)
+        if not text.startswith("#tile.rows<"):
+            return None
+        inner = text[len("#tile.rows<"):-1]
+        parent = Mma.parse(inner) if inner.startswith("#tile.mma<") else Wgmma.parse(inner)
+        return Rows(parent) if parent else None
+
+    @staticmethod
+    def of(parent) -> "Rows | None":
+        """The rows layout of a tensor-core layout whose warps hold whole rows; else None."""
+        if isinstance(parent, Wgmma) and parent.warpgroups[1] == 1 or isinstance(parent, Mma) and parent.warps[1] == 1:
+            return Rows(parent)
+        return None
+
+
+def encoding_of(ty: ir.Type) -> "Blocked | Mma | Wgmma | Rows | None":
     if not isinstance(ty, ir.RankedTensorType):
         return None
     enc = ir.RankedTensorType(ty).encoding
     if enc is None:
         return None
-    return Blocked.parse(enc) or Mma.parse(enc) or Wgmma.parse(enc)
+    return Blocked.parse(enc) or Mma.parse(enc) or Wgmma.parse(enc) or Rows.parse(enc)
 
 
 def with_encoding(ty: ir.Type, layout) -> ir.Type:

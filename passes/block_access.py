@@ -12,6 +12,12 @@ and the vectors may be reshaped, broadcast and grouped on the way. With the
 unit stride on the rows instead (`rm[:, None] + rc[None, :] * s`: a column-major
 tensor, such as the B of x @ W.T), the block is `transposed`: the C x R block
 at (c0, r0) of the cols x rows row-major tensor of row stride `s`.
+
+A `cp.async` copy of a column-major block (`match_copy_block`) needs less: the
+offsets may add a scalar base (a batch's and head's start, attention's K read
+transposed), and the mask may bound one dim only (the other a whole tile):
+
+    offsets = (x + rd[:, None]) + rn[None, :] * s     mask = rn[None, :] < n
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Block:
     cols: ir.Value
     stride: ir.Value  # of the rows, or of the columns when `transposed`
     transposed: bool = False
+    base: ir.Value | None = None  # an i32 scalar added to every offset (`match_copy_block` only)
 
 
 def start_value(start: tuple, mapping: dict) -> ir.Value:
@@ -98,7 +105,28 @@ def _offset_term(v):
     found = _under_broadcast(v)
     if found is None:
         return None
+    return _term(*found)
+
+
+def _based_term(v):
+    """(axis, vector, stride or None, base scalar or None): `_offset_term`, or a scalar splat
+    plus one, before the broadcast."""
+    found = _under_broadcast(v)
+    if found is None:
+        return None
     axis, t = found
+    op, _ = _owner(t)
+    if op is not None and op.name == "arith.addi":
+        for a, b in (op.operands, list(op.operands)[::-1]):
+            term = _splat(a) is not None and _term(axis, b)
+            if term:
+                return (*term, _splat(a))
+    term = _term(axis, t)
+    return term and (*term, None)
+
+
+def _term(axis, t):
+    """(axis, vector, stride or None for 1) of an R x 1 or 1 x C offset term."""
     vec = _vector(t)
     if vec is not None:
         return axis, vec, None
@@ -137,6 +165,31 @@ def _pair(v, name, term):
     if None in terms or {t[0] for t in terms} != {0, 1}:
         return None
     return sorted(terms, key=lambda t: t[0])
+
+
+def match_copy_block(load) -> Block | None:
+    """The column-major block `load` (a `tile.load` of a 2-D tile) reads, as a `cp.async`
+    copy may take it (module doc): its `base` set where the offsets add a scalar, its
+    `rows` or `cols` None where the mask does not bound them. Else None."""
+    _, offsets, mask, _ = load.operands
+    if len(_shape(load.results[0])) != 2:
+        return None
+    offs = _pair(offsets, "arith.addi", _based_term)
+    if offs is None or all(t[3] is not None for t in offs):
+        return None
+    (_, row_vec, row_stride, b0), (_, col_vec, col_stride, b1) = offs
+    pair = _pair(mask, "arith.andi", _mask_term)
+    single = _mask_term(mask)
+    bounds = {t[0]: t[1:] for t in pair or ([single] if single else [])}
+    if not bounds or row_stride is not None or col_stride is None:
+        return None  # a unit stride on the rows only
+    if any(vec != (row_vec, col_vec)[axis] for axis, (vec, _) in bounds.items()):
+        return None
+    row, col = _start(row_vec), _start(col_vec)
+    if row is None or col is None:
+        return None
+    rows, cols = (bounds[axis][1] if axis in bounds else None for axis in (0, 1))
+    return Block(row, col, rows, cols, col_stride, transposed=True, base=b0 if b0 is not None else b1)
 
 
 def match_block(load) -> Block | None:

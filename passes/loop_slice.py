@@ -96,3 +96,29 @@ def clone_slice(ops, mapping, ip):
         _remap(new, mapping)
         for a, b in zip(op.results, new.results):
             mapping[a] = b
+
+
+def hoist_scalar(v, loop):
+    """v, or where the loop computes it from values defined outside it (a base offset of a
+    batch and head, computed inside a fusion group of the body), a clone of those scalar ops
+    before the loop; None where one reads a value of the loop or is not a plain scalar op."""
+    order, seen = [], set()
+
+    def visit(x) -> bool:
+        if isinstance(x.owner, ir.Block):
+            return not inside(x.owner.owner, loop)
+        op = x.owner.operation
+        if not inside(op, loop) or op in seen:
+            return True
+        if op.regions or any(isinstance(r.type, ir.ShapedType) for r in op.results) or not all(
+                visit(o) for o in op.operands):
+            return False
+        seen.add(op)
+        order.append(op)
+        return True
+
+    if not visit(v):
+        return None
+    mapping = {}
+    clone_slice(order, mapping, ir.InsertionPoint(loop))
+    return mapping.get(v, v)

@@ -24,7 +24,18 @@ but 16 bytes in the blocked layout, so the stores become whole rows per warp
     "tile.store"(%c, %offs2, %r, %m2) : (..., tensor<128x256xbf16, #tile.blocked<...>>, ...)
 
 Reductions run on blocked layouts: a tensor-core tile reduced (the row maxima
-and sums of attention scores) is converted to its shape's blocked layout first.
+and sums of attention scores) is converted to its shape's blocked layout first
+(the codegen reduces rows in the tensor-core registers where warps hold whole
+rows, and never makes that conversion). The 1-D shape of such row statistics
+takes `#tile.rows<parent>` where the parent's warps hold whole rows
+(`_row_shapes`): a thread then holds the rows it holds of the parent, so the
+running maximum and sum of attention, and their broadcasts back over the
+scores and the accumulator, stay in registers:
+
+    # before: the row maxima in a blocked layout, exchanged through shared memory twice a step
+    %m = "tile.reduce"(%c) {axis = 1 : i32, kind = "max"} : (...) -> tensor<128xf32, #tile.blocked<[1], [32], [8], [0]>>
+    # after
+    %m = "tile.reduce"(%c) {axis = 1 : i32, kind = "max"} : (...) -> tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>
 
 A shape broadcast into a blocked 2-D tile (R x 1 or 1 x C: a row's statistics, a
 column vector) takes that tile's layout, and the 1-D shape of R (or C) its slice:
@@ -61,7 +72,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..dialects import tile_ops
-from ..dialects.layout import Blocked, Mma, Wgmma, element_bits, encoding_of, with_encoding
+from ..dialects.layout import Blocked, Mma, Rows, Wgmma, element_bits, encoding_of, with_encoding
 from .axis_info import AxisInfo
 from .registry import register_pass
 from .walk import all_ops
@@ -109,7 +120,7 @@ class TileAssignLayouts:
             return mma.get(tuple(shape)) or Blocked.default(list(shape), bits.get(tuple(shape), 32), self.num_warps)
 
         # (Not in tensor-core kernels, whose tiles meet mma layouts, not slices, at their broadcasts.)
-        sliced = _sliced_shapes(ops, by_shape) if not dots else {}
+        sliced = _sliced_shapes(ops, by_shape) if not dots else _row_shapes(ops, by_shape)
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
@@ -203,6 +214,31 @@ def _sliced_shapes(ops, by_shape) -> dict:
             if layout is not None:
                 found.setdefault(shape, set()).add(layout)
     return {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1}
+
+
+_ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.")
+
+
+def _row_shapes(ops, by_shape) -> dict:
+    """`#tile.rows<parent>` for the 1-D shape (R,) of rows reduced from an R x C tile in a
+    tensor-core layout whose warps hold whole rows (`Rows.of`), where every op that touches
+    that shape computes on it elementwise, makes it (splat, arange, a row reduction), reshapes
+    or broadcasts it, or carries it through control flow: no memory op or dot has to read a
+    tile in that layout. A shape that would get two is left to its default."""
+    found: dict = {}
+    for op in ops:
+        if op.name == "tile.reduce" and ir.IntegerAttr(op.attributes["axis"]).value == 1:
+            src = ir.RankedTensorType(op.operands[0].type)
+            found.setdefault((src.shape[0],), set()).add(Rows.of(by_shape(src.shape)) if src.rank == 2 else None)
+    rows = {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1 and None not in layouts}
+    for op in ops:
+        tiles = [v for v in list(op.operands) + _tiles(op) if isinstance(v.type, ir.RankedTensorType)]
+        touched = {tuple(ir.RankedTensorType(v.type).shape) for v in tiles} & rows.keys()
+        full_reduce = op.name == "tile.reduce" and ir.RankedTensorType(op.operands[0].type).rank == 1
+        if touched and (full_reduce or not op.name.startswith(_ELEMENTWISE + _ROW_OPS)):
+            for shape in touched:
+                rows.pop(shape)
+    return rows
 
 
 def _stores_by_pairs(store, axis) -> bool:

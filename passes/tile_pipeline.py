@@ -85,6 +85,7 @@ once, before the loop, where it was loaded (`invariant_operands.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -96,11 +97,11 @@ from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
-from .loop_slice import body_slice, clone_slice, inside, split_from_group
+from .loop_slice import body_slice, clone_slice, hoist_scalar, inside, split_from_group
 from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
-from .block_access import match_block
+from .block_access import match_copy_block
 from .invariant_operands import DOT_OPERANDS, stage_invariant_operands
 from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
 from .transposed_copies import transposed_copy
@@ -137,9 +138,17 @@ def _arithmetic(ops) -> bool:
 
 
 def _column_major(load):
-    """The block `load` reads if it is a column-major one (`block_access.py`), else None."""
-    b = match_block(load)
-    return b if b is not None and b.transposed else None
+    """The block `load` reads if it is a column-major one that `cp.async` copies can take
+    (`block_access.match_copy_block`), else None."""
+    return match_copy_block(load)
+
+
+def _with_hoisted_base(b, loop):
+    """`b` with its base computed before the loop (`hoist_scalar`); None where it cannot be."""
+    if b is None or b.base is None:
+        return b
+    base = hoist_scalar(b.base, loop)
+    return dataclasses.replace(b, base=base) if base is not None else None
 
 
 def _position(block, op) -> int:
@@ -217,6 +226,8 @@ class TilePipeline:
         across = blocks and self.across_tiles and plan(loop, start_slice(found, blocks), [
             x for b in blocks for x in (b.row, b.col)], S * sum(_bytes(load, b) for (load, _), b in zip(found, blocks)))
         outer = across.outer if across else None
+        if not blocks:  # a column-major block's base offset, loop-invariant: computed once, before the loop
+            per_load = [_with_hoisted_base(b, loop) for b in per_load]
         # Prologue: rings and the first `ahead` iterations' copies, before the loop (the outer one).
         before = ir.InsertionPoint(outer or loop)
         with before, loop.location:
@@ -319,7 +330,7 @@ class TilePipeline:
         body = loop.regions[0].blocks[0]
         needed = set()
         for (_, ops), b in zip(found, per_load):
-            starts = [x for x, _ in (b.row, b.col) if x is not None] if b else []
+            starts = [x for x, _ in (b.row, b.col) if x is not None] + [b.base] * (b.base is not None) if b else []
             needed.update(ops if b is None else body_slice(starts, body, loop, body.arguments[0]) or [])
         mapping = {body.arguments[0]: it}
         clone_slice([op.operation for op in body.operations if op.operation in needed], mapping, ip)

@@ -15,6 +15,9 @@ that shape, over offsets and a mask built for it:
     ro = r0 + arange(R) ; co = c0 + arange(C)
     offsets = broadcast(reshape(ro, 1 x R)) + broadcast(reshape(co, C x 1)) * s
     mask    = (ro < rows) & (co < cols) & live       (each broadcast to C x R)
+
+A scalar base the offsets add (`Block.base`) is added again; a dim the mask does
+not bound (its bound None) is not tested.
 """
 
 from __future__ import annotations
@@ -46,12 +49,19 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
         vec = _laid_out(arith.addi(_laid_out(tile_ops.arange(0, n), num_warps),
                                    _laid_out(tile_ops.splat(start_value(start, mapping), [n]), num_warps)), num_warps)
         grid = _laid_out(tile_ops.broadcast(_laid_out(tile_ops.reshape(vec, shape), num_warps), [cols, rows]), num_warps, bits)
+        if bound is None:  # a whole tile along this dim: no bound to test
+            return grid, None
         inside = arith.cmpi(arith.CmpIPredicate.slt, grid, _laid_out(tile_ops.splat(mapping.get(bound, bound), [cols, rows]), num_warps, bits))
         return grid, inside
 
+    def splat(scalar):
+        return _laid_out(tile_ops.splat(mapping.get(scalar, scalar), [cols, rows]), num_warps, bits)
+
     r, r_in = along(b.row, rows, [1, rows], b.rows)
     c, c_in = along(b.col, cols, [cols, 1], b.cols)
-    stride = _laid_out(tile_ops.splat(mapping.get(b.stride, b.stride), [cols, rows]), num_warps, bits)
-    offsets = arith.addi(r, arith.muli(c, stride))
-    mask = arith.andi(arith.andi(r_in, c_in), _laid_out(tile_ops.splat(live, [cols, rows]), num_warps, bits))
-    return offsets, mask
+    offsets = arith.addi(r, arith.muli(c, splat(b.stride)))
+    if b.base is not None:
+        offsets = arith.addi(splat(b.base), offsets)
+    bounds = [inside for inside in (r_in, c_in) if inside is not None]
+    mask = arith.andi(*bounds) if len(bounds) == 2 else bounds[0] if bounds else None
+    return offsets, splat(live) if mask is None else arith.andi(mask, splat(live))

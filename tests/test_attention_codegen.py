@@ -3,7 +3,8 @@ before the K loop, is copied into shared memory once (tile-pipeline's invariant 
 K and V come through cp.async rings; P, the scores' softmax in the accumulator's layout,
 goes to the second wgmma as its A registers; the scores' row max and row sum are reduced
 in the accumulator's layout (registers, then two xor shuffles among the 4 lanes of a row),
-not converted to a blocked layout through shared memory first; nothing spills."""
+not converted to a blocked layout through shared memory first, and the running row
+statistics stay in the registers of those rows (`#tile.rows`); nothing spills."""
 
 import math
 import re
@@ -40,6 +41,9 @@ def test_attention_wgmma_operands(monkeypatch):
     # wgmma layout) sit before the first wait; the loop's K and V copies are 16 bytes.
     assert "cp.async.ca.shared.global [%r" in ptx.split("cp.async.wait_group 0")[0]
     assert "cp.async.cg.shared.global" in ptx
+    # K, read transposed through its strides, fills a transposed slot along D by cp.async:
+    # no element-by-element global loads.
+    assert "ld.global" not in ptx
     assert launcher.metadata["ptxas"]["spill_stores"] == 0
 
 
@@ -49,3 +53,11 @@ def test_attention_rows_reduced_in_place(monkeypatch):
     # 16: shuffles by 1 and 2 lanes; no other shuffle (no blocked-layout reduction).
     assert ptx.count("shfl.sync.bfly.b32") == 8
     assert len(re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, [12], 31, -1;", ptx)) == 8
+
+
+def test_attention_row_statistics_in_registers(monkeypatch):
+    ptx = _build(monkeypatch).asm["ptx"]
+    # Between a K step's first wgmma (the scores) and its last (P V): the softmax, the
+    # running max and sum, the rescale, all in registers: no barrier, no shared memory.
+    step = ptx[ptx.index("m64n64k16"):ptx.rindex("m64n128k16")]
+    assert "bar.sync" not in step and "st.shared" not in step and "ld.shared" not in step

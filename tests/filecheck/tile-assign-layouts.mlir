@@ -250,3 +250,47 @@ func.func @row_statistics(%x: !m2, %w: !v1, %off: tensor<16x256xi32>, %m: tensor
   %y = arith.mulf %d, %wvb : tensor<16x256xf32>
   return %y : tensor<16x256xf32>
 }
+
+// -----
+
+// Running row statistics of a tensor-core tile (attention's row maximum) take
+// `#tile.rows<parent>` where the parent's warps hold whole rows (4 warps along M for
+// mma.sync, warpgroups along M for wgmma): each thread holds the rows it holds of the
+// scores, so the reduction and the broadcast back stay in registers. With 8 warps on
+// mma.sync (a 4 x 2 warp grid, rows shared by two warps) they stay blocked.
+
+// CHECK-LABEL: func.func @online_softmax_rows
+// W4: %[[R:.*]] = "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32, #tile.blocked<{{.*}}>>) -> tensor<128xf32, #tile.rows<#tile.mma<[4, 1]>>>
+// MMA8: %[[R:.*]] = "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32, #tile.blocked<{{.*}}>>) -> tensor<128xf32, #tile.blocked<[1], [32], [8], [0]>>
+// WG: %[[R:.*]] = "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32, #tile.blocked<{{.*}}>>) -> tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>
+// W4: arith.maximumf %{{.*}}, %[[R]] : tensor<128xf32, #tile.rows<#tile.mma<[4, 1]>>>
+// WG: arith.maximumf %{{.*}}, %[[R]] : tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>
+func.func @online_softmax_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tensor<128x64xf32>, %mi: f32) -> tensor<128x64xf32> {
+  %s = "tile.dot"(%a, %b, %acc) : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<128x64xf32>) -> tensor<128x64xf32>
+  %m0 = "tile.splat"(%mi) : (f32) -> tensor<128xf32>
+  %r = "tile.reduce"(%s) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32>) -> tensor<128xf32>
+  %m = arith.maximumf %m0, %r : tensor<128xf32>
+  %m2 = "tile.reshape"(%m) : (tensor<128xf32>) -> tensor<128x1xf32>
+  %mb = "tile.broadcast"(%m2) : (tensor<128x1xf32>) -> tensor<128x64xf32>
+  %d = arith.subf %s, %mb : tensor<128x64xf32>
+  return %d : tensor<128x64xf32>
+}
+
+// -----
+
+// Row statistics that are also stored keep their blocked layout (memory ops read
+// blocked tiles only).
+
+!st = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @stored_rows
+// WG: "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32, #tile.blocked<{{.*}}>>) -> tensor<128xf32, #tile.blocked<[1], [32], [8], [0]>>
+func.func @stored_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tensor<128x64xf32>, %out: !st, %n: i32) {
+  %s = "tile.dot"(%a, %b, %acc) : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<128x64xf32>) -> tensor<128x64xf32>
+  %offs = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<128xi32>
+  %mask = arith.cmpi slt, %offs, %ns : tensor<128xi32>
+  %r = "tile.reduce"(%s) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32>) -> tensor<128xf32>
+  "tile.store"(%out, %offs, %r, %mask) : (!st, tensor<128xi32>, tensor<128xf32>, tensor<128xi1>) -> ()
+  return
+}

@@ -728,3 +728,51 @@ func.func @attention_operands(%q: !a, %k: !a, %v: !a, %oq: tensor<128x64xi32>, %
   }
   return %r : !s
 }
+
+// -----
+
+// Attention's K, read transposed (its unit stride on D, the rows of the D x BLOCK_N
+// tile) from a batch and head's base: a transposed slot (BLOCK_N x D) that cp.async
+// fills along D (`transposed_copies.py`), the base, loop-invariant, computed once
+// before the loop, the mask on the keys only.
+
+// CHECK-LABEL: func.func @keys_transposed
+// CHECK: %[[BASE:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
+// CHECK: %[[RK:.*]] = "tile.local_alloc"() : () -> memref<3x64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.*]] = "tile.splat"(%[[BASE]]) : (i32) -> tensor<64x128xi32
+// CHECK: %[[OFFS:.*]] = arith.addi %[[B]], %{{.*}} : tensor<64x128xi32
+// CHECK: "tile.async_copy"(%[[RK]], %{{.*}}, %{{.*}}, %[[OFFS]], %{{.*}}) : (memref<3x64x128xbf16, #gpu.address_space<workgroup>>, i32, memref<?xbf16, strided<[?], offset: ?>>, tensor<64x128xi32
+// CHECK: scf.for
+// CHECK: "tile.local_load"(%[[RK]], %{{.*}}) {transposed} : (memref<3x64x128xbf16, #gpu.address_space<workgroup>>, i32) -> tensor<128x64xbf16>
+!b = memref<?xbf16, strided<[?], offset: ?>>
+func.func @keys_transposed(%k: !b, %q: tensor<64x128xbf16>, %n: i32, %bh: i32, %s_bh: i32, %s_n: i32) -> tensor<64x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> tensor<64x64xf32>
+  %zeros = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %rd = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %r = scf.for %start = %c0 to %n step %c64 iter_args(%acc = %acc0) -> (tensor<64x64xf32>) : i32 {
+    %base = arith.muli %bh, %s_bh : i32
+    %bases = "tile.splat"(%base) : (i32) -> tensor<128x1xi32>
+    %rd2 = "tile.reshape"(%rd) : (tensor<128xi32>) -> tensor<128x1xi32>
+    %rows = arith.addi %bases, %rd2 : tensor<128x1xi32>
+    %ar = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+    %st = "tile.splat"(%start) : (i32) -> tensor<64xi32>
+    %rn = arith.addi %st, %ar : tensor<64xi32>
+    %rn2 = "tile.reshape"(%rn) : (tensor<64xi32>) -> tensor<1x64xi32>
+    %sn = "tile.splat"(%s_n) : (i32) -> tensor<1x64xi32>
+    %cols = arith.muli %rn2, %sn : tensor<1x64xi32>
+    %rowsb = "tile.broadcast"(%rows) : (tensor<128x1xi32>) -> tensor<128x64xi32>
+    %colsb = "tile.broadcast"(%cols) : (tensor<1x64xi32>) -> tensor<128x64xi32>
+    %offs = arith.addi %rowsb, %colsb : tensor<128x64xi32>
+    %ns = "tile.splat"(%n) : (i32) -> tensor<1x64xi32>
+    %in = arith.cmpi slt, %rn2, %ns : tensor<1x64xi32>
+    %mask = "tile.broadcast"(%in) : (tensor<1x64xi1>) -> tensor<128x64xi1>
+    %kt = "tile.load"(%k, %offs, %mask, %zeros) : (!b, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+    %d = "tile.dot"(%q, %kt, %acc) : (tensor<64x128xbf16>, tensor<128x64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  return %r : tensor<64x64xf32>
+}
