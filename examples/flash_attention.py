@@ -36,13 +36,12 @@ def attention_kernel(q, k, v, out, n_ctx, scale, H,
     for start_n in range(0, end, BLOCK_N):
         rn = start_n + tile.arange(0, BLOCK_N)
         kt = tile.load(k + b * s_kb + h * s_kh + rd[:, None] * s_kd + rn[None, :] * s_kn, mask=rn[None, :] < n_ctx, other=0.0)
-        s = tile.dot(qt, kt) * qk_scale
         keep = rn[None, :] < n_ctx
         if CAUSAL:
             keep = keep & (rn[None, :] <= rm[:, None])
-        s = tile.where(keep, s, float("-inf"))
-        m_new = tile.maximum(m_i, tile.max(s, axis=1))
-        p = tile.exp2(s - m_new[:, None])
+        s = tile.where(keep, tile.dot(qt, kt), float("-inf"))
+        m_new = tile.maximum(m_i, tile.max(s, axis=1) * qk_scale)
+        p = tile.exp2(s * qk_scale - m_new[:, None])  # one fma an element: the scale folded in
         alpha = tile.exp2(m_i - m_new)
         l_i = l_i * alpha + tile.sum(p, axis=1)
         vt = tile.load(v + b * s_vb + h * s_vh + rn[:, None] * s_vn + rd[None, :] * s_vd, mask=rn[:, None] < n_ctx, other=0.0)
