@@ -25,7 +25,7 @@ from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
 
 SHAPE = (4, 32, 4096, 128)
 # (BLOCK_M, BLOCK_N, num_warps, num_stages)
-CONFIGS = [(128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 2), (64, 64, 4, 2)]
+CONFIGS = [(128, 64, 8, 2), (128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 2), (64, 64, 4, 2)]
 
 
 def tile_attention(causal, block_m, block_n, warps, stages):

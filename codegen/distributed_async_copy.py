@@ -121,15 +121,17 @@ class Ring:
 
 
 def shared_buffer(self, elem, count: int, align: int = 1024):
-    """`count` elements of shared memory reserved for the rest of the kernel: after
-    everything used so far; later scratch goes above it. 1024-byte aligned, the
-    period of the 128-byte swizzle (the shared memory itself is aligned so,
-    see `align-dynamic-shared`). Returns the view and its byte offset."""
-    self.scratch_base = max(self.scratch_bytes, self.scratch_base)
+    """`count` elements of shared memory reserved until freed (`tile.local_dealloc`): above
+    the buffers still live (a second loop's rings where the first loop's were), after a
+    barrier if scratch there was used since (a thread may still be reading it); later
+    scratch goes above it. 1024-byte aligned, the period of the 128-byte swizzle (the
+    shared memory itself is aligned so, see `align-dynamic-shared`). Returns the view and
+    its byte offset."""
+    if self.scratch_bytes > self.scratch_base:
+        gpu.barrier()
+    start = -(-self.scratch_base // align) * align  # where `scratch` puts it
     view = self.scratch(elem, count, align)
-    self.scratch_base = self.scratch_bytes  # the buffer's end
-    start = self.scratch_base - count * bits(elem) // 8
-    self.live_buffers[start] = self.scratch_base
+    self.scratch_base = self.live_buffers[start] = start + count * bits(elem) // 8
     return view, start
 
 

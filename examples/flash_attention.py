@@ -6,7 +6,8 @@ transposed through its strides), an online softmax in the exp2 domain (running
 row maximum m and sum l; the accumulator rescaled by exp2(m_old - m_new) as the
 maximum grows), and the probabilities, cast to the inputs' dtype, `dot` V into
 an f32 accumulator. CAUSAL stops each program's keys at its last query and masks
-the scores above the diagonal.
+the scores above the diagonal. As in Triton's tutorial, the blocks that need no
+mask (whole blocks of keys, below the diagonal) run in a loop of their own.
 """
 
 import math
@@ -14,6 +15,29 @@ import math
 import torch
 
 import tile
+
+
+@tile.func
+def attend(qt, kb, vb, m_i, l_i, acc, rm, rd, lo, hi, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd, BLOCK_N, MASKED, CAUSAL):
+    """Keys and values lo .. hi into the running (m_i, l_i, acc); MASKED: some keys of a
+    block lie past n_ctx or (CAUSAL) above the diagonal, whose scores count as -inf."""
+    for start_n in range(lo, hi, BLOCK_N):
+        rn = start_n + tile.arange(0, BLOCK_N)
+        kt = tile.load(kb + rd[:, None] * s_kd + rn[None, :] * s_kn, mask=rn[None, :] < n_ctx, other=0.0)
+        s = tile.dot(qt, kt)
+        if MASKED:
+            keep = rn[None, :] < n_ctx
+            if CAUSAL:
+                keep = keep & (rn[None, :] <= rm[:, None])
+            s = tile.where(keep, s, float("-inf"))
+        m_new = tile.maximum(m_i, tile.max(s, axis=1) * qk_scale)
+        p = tile.exp2(s * qk_scale - m_new[:, None])  # one fma an element: the scale folded in
+        alpha = tile.exp2(m_i - m_new)
+        l_i = l_i * alpha + tile.sum(p, axis=1)
+        vt = tile.load(vb + rn[:, None] * s_vn + rd[None, :] * s_vd, mask=rn[:, None] < n_ctx, other=0.0)
+        acc = tile.dot(p.to(vt.dtype), vt, acc * alpha[:, None])
+        m_i = m_new
+    return m_i, l_i, acc
 
 
 @tile.kernel
@@ -30,23 +54,18 @@ def attention_kernel(q, k, v, out, n_ctx, scale, H,
     l_i = tile.zeros((BLOCK_M,), tile.float32)
     acc = tile.zeros((BLOCK_M, D), tile.float32)
     qk_scale = scale * 1.4426950408889634  # exp(x) = exp2(x * log2(e))
+    # Blocks of whole keys (below the diagonal, if CAUSAL) need no mask; the rest do.
     end = n_ctx
+    whole = n_ctx // BLOCK_N * BLOCK_N
     if CAUSAL:
         end = tile.minimum((start_m + 1) * BLOCK_M, n_ctx)
-    for start_n in range(0, end, BLOCK_N):
-        rn = start_n + tile.arange(0, BLOCK_N)
-        kt = tile.load(k + b * s_kb + h * s_kh + rd[:, None] * s_kd + rn[None, :] * s_kn, mask=rn[None, :] < n_ctx, other=0.0)
-        keep = rn[None, :] < n_ctx
-        if CAUSAL:
-            keep = keep & (rn[None, :] <= rm[:, None])
-        s = tile.where(keep, tile.dot(qt, kt), float("-inf"))
-        m_new = tile.maximum(m_i, tile.max(s, axis=1) * qk_scale)
-        p = tile.exp2(s * qk_scale - m_new[:, None])  # one fma an element: the scale folded in
-        alpha = tile.exp2(m_i - m_new)
-        l_i = l_i * alpha + tile.sum(p, axis=1)
-        vt = tile.load(v + b * s_vb + h * s_vh + rn[:, None] * s_vn + rd[None, :] * s_vd, mask=rn[:, None] < n_ctx, other=0.0)
-        acc = tile.dot(p.to(vt.dtype), vt, acc * alpha[:, None])
-        m_i = m_new
+        whole = tile.minimum(start_m * BLOCK_M // BLOCK_N * BLOCK_N, whole)
+    kb = k + b * s_kb + h * s_kh
+    vb = v + b * s_vb + h * s_vh
+    m_i, l_i, acc = attend(qt, kb, vb, m_i, l_i, acc, rm, rd, 0, whole, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd,
+                           BLOCK_N, False, CAUSAL)
+    m_i, l_i, acc = attend(qt, kb, vb, m_i, l_i, acc, rm, rd, whole, end, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd,
+                           BLOCK_N, True, CAUSAL)
     o = acc / l_i[:, None]
     tile.store(out + b * s_ob + h * s_oh + rm[:, None] * s_om + rd[None, :] * s_od, o, mask=rm[:, None] < n_ctx)
 

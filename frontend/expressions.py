@@ -86,7 +86,7 @@ class Expressions:
     def expr_tuple(self, node):
         return tuple(self.expr(c) for c in node.children)
 
-    expr_list = expr_tuple
+    expr_list = expr_testlist_tuple = expr_tuple  # (a, b), [a, b] and a bare a, b (a helper's return)
 
     def expr_arith_expr(self, node):
         kids = node.children

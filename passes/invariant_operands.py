@@ -16,6 +16,9 @@ where the dots read it as they read the pipelined operands:
     scf.for ... { "tile.dot"(%q, %k, %acc) ... }
     "tile.local_dealloc"(%ring)
 
+The ring lives until the last loop of the block that reads the tile (attention's
+second loop, over its masked key blocks).
+
 Only for wgmma dots: mma.sync reads register operands as they are, and a one-time
 load into its operand registers is what it wants.
 """
@@ -28,47 +31,45 @@ from mlir.dialects import arith
 from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from .block_access import match_block
-from .loop_slice import inside
+from .walk import all_ops
 
 DOT_OPERANDS = (0, 1)  # a, b of `tile.dot` (2 is the accumulator)
 
 
-def _invariant_operand(load, loop, is_zero) -> bool:
-    """A 16-bit 2-D tile loaded outside `loop` (a row-major block or a gather, not a
-    column-major block, whose slot would hold the transpose), with zeros where masked off,
-    read only as a wgmma dot operand inside `loop`."""
-    if load.name != "tile.load" or inside(load, loop):
-        return False
+def _loops_reading(load, is_zero) -> list | None:
+    """The loops of `load`'s block whose wgmma dots read it, in order, if it is a 16-bit 2-D
+    tile (a row-major block or a gather, not a column-major block, whose slot would hold the
+    transpose), with zeros where masked off, read only as a wgmma dot operand inside loops
+    after it; else None."""
     t = load.results[0].type
     if not isinstance(t, ir.RankedTensorType) or t.rank != 2 or element_bits(t.element_type) != 16:
-        return False
+        return None
     uses = [(u.owner, u.operand_number) for u in load.results[0].uses]
     if not uses or not is_zero(load.operands[3]):
-        return False
-    if any(o.name != "tile.dot" or n not in DOT_OPERANDS or not inside(o, loop)
-           or not isinstance(encoding_of(o.results[0].type), Wgmma) for o, n in uses):
-        return False
+        return None
+    loops = []
+    for o, n in uses:
+        if o.name != "tile.dot" or n not in DOT_OPERANDS or not isinstance(encoding_of(o.results[0].type), Wgmma):
+            return None
+        top = o
+        while top is not None and top.parent != load.parent:
+            top = top.parent
+        if top is None or top.name != "scf.for":
+            return None
+        if top not in loops:
+            loops.append(top)
     block = match_block(load)
-    return block is None or not block.transposed
+    return None if block is not None and block.transposed else loops
 
 
-def stage_invariant_operands(loop, is_zero) -> None:
-    """Copy each loop-invariant wgmma operand of `loop`'s dots into a one-slot ring before
-    the loop (where it was loaded), and free the ring after the loop."""
-    body = loop.regions[0].blocks[0]
-    loads = []
-    for op in body.operations:
-        op = op.operation
-        if op.name != "tile.dot":
+def stage_invariant_operands(module_op, is_zero) -> None:
+    """Copy each loop-invariant wgmma operand into a one-slot ring where it was loaded, and
+    free the ring after the last loop that reads it (attention's Q, read by the loop over
+    whole key blocks and by the one over the masked rest)."""
+    for load in [op for op in all_ops(module_op) if op.name == "tile.load"]:
+        loops = _loops_reading(load, is_zero)
+        if not loops:
             continue
-        for n in DOT_OPERANDS:
-            v = op.operands[n]
-            if isinstance(v.owner, ir.Block) or v.owner.operation in loads:
-                continue
-            if _invariant_operand(v.owner.operation, loop, is_zero):
-                loads.append(v.owner.operation)
-    rings = []
-    for load in loads:
         base, offsets, mask, _ = load.operands
         t = ir.RankedTensorType(load.results[0].type)
         with ir.InsertionPoint(load), load.location:
@@ -80,7 +81,8 @@ def stage_invariant_operands(loop, is_zero) -> None:
             got = pipeline_ops.local_load(ring, slot, load.results[0].type)
         load.results[0].replace_all_uses_with(got)
         load.erase()
-        rings.append(ring)
-    with ir.InsertionPoint.after(loop), loop.location:
-        for ring in reversed(rings):
+        last = loops[0]
+        for loop in loops[1:]:
+            last = loop if last.operation.is_before_in_block(loop.operation) else last
+        with ir.InsertionPoint.after(last), last.location:
             pipeline_ops.local_dealloc(ring)

@@ -176,8 +176,8 @@ class TilePipeline:
     def run(self, module_op):
         if self.num_stages < 2:
             return
+        stage_invariant_operands(module_op, _is_zero)
         for loop in [op for op in all_ops(module_op) if op.name == "scf.for"]:
-            stage_invariant_operands(loop, _is_zero)
             self.pipeline(loop)
 
     def candidates(self, loop, body, iv) -> list:

@@ -31,14 +31,15 @@ def _build(monkeypatch, block_m=128, block_n=64, warps=8, stages=2):
 def test_attention_wgmma_operands(monkeypatch):
     launcher = _build(monkeypatch)
     ptx = " ".join(launcher.asm["ptx"].split())
-    # S = Q K^T: m64n64k16 from two descriptors, 8 K steps of D = 128 per 64-row block.
-    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") == 8
-    # O += P V: m64n128k16 with A in registers ({four b32}), 4 K steps of BLOCK_N = 64.
+    # Two loops (whole key blocks, then the masked rest), each: S = Q K^T, m64n64k16 from
+    # two descriptors, 8 K steps of D = 128 per 64-row block; O += P V, m64n128k16 with A
+    # in registers ({four b32}), 4 K steps of BLOCK_N = 64.
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") == 2 * 8
     rs = "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-    assert ptx.count(rs) == 4
+    assert ptx.count(rs) == 2 * 4
     assert all(part.split("}", 1)[1].startswith(", {%r") for part in ptx.split(rs)[1:])
-    # Q's copy runs once, before the loop: its cp.async (4 bytes each, two elements of the
-    # wgmma layout) sit before the first wait; the loop's K and V copies are 16 bytes.
+    # Q's copy runs once, before the loops: its cp.async (4 bytes each, two elements of the
+    # wgmma layout) sit before the first wait; the loops' K and V copies are 16 bytes.
     assert "cp.async.ca.shared.global [%r" in ptx.split("cp.async.wait_group 0")[0]
     assert "cp.async.cg.shared.global" in ptx
     # K, read transposed through its strides, fills a transposed slot along D by cp.async:
@@ -50,18 +51,20 @@ def test_attention_wgmma_operands(monkeypatch):
 def test_attention_rows_reduced_in_place(monkeypatch):
     ptx = _build(monkeypatch).asm["ptx"]
     # Two reductions a K step (max, sum), each of the 2 rows a thread holds of its warp's
-    # 16: shuffles by 1 and 2 lanes; no other shuffle (no blocked-layout reduction).
-    assert ptx.count("shfl.sync.bfly.b32") == 8
-    assert len(re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, [12], 31, -1;", ptx)) == 8
+    # 16: shuffles by 1 and 2 lanes; no other shuffle (no blocked-layout reduction); two loops.
+    assert ptx.count("shfl.sync.bfly.b32") == 2 * 8
+    assert len(re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, [12], 31, -1;", ptx)) == 2 * 8
 
 
 def test_attention_row_statistics_in_registers(monkeypatch):
     ptx = _build(monkeypatch).asm["ptx"]
     # Between a K step's first wgmma (the scores) and its last (P V): the softmax, the
     # running max and sum, the rescale, all in registers: no barrier, no shared memory.
-    step = ptx[ptx.index("m64n64k16"):ptx.rindex("m64n128k16")]
+    first = ptx.index("m64n64k16")
+    step = ptx[first:ptx.index("m64n128k16", first)]
     assert "bar.sync" not in step and "st.shared" not in step and "ld.shared" not in step
     # exp2 is one SFU instruction, as Triton's (32 scores and 2 rescale factors a thread):
-    # no range reduction around it; the scale is folded into its argument's fma.
+    # no range reduction around it; the scale is folded into its argument's fma. The loop
+    # over whole key blocks has no mask: no select.
     assert step.count("ex2.approx.f32") == 34 and "cvt.sat" not in step
-    assert step.count("fma.rn.f32") == 34
+    assert step.count("fma.rn.f32") == 34 and "selp" not in step

@@ -776,3 +776,52 @@ func.func @keys_transposed(%k: !b, %q: tensor<64x128xbf16>, %n: i32, %bh: i32, %
   }
   return %r : tensor<64x64xf32>
 }
+
+// -----
+
+// Q read by the wgmma dots of two loops (attention's whole key blocks, then its masked
+// rest): one copy into a one-slot ring, freed after the second loop.
+
+// CHECK-LABEL: func.func @operand_of_two_loops
+// CHECK: %[[Q:.*]] = "tile.local_alloc"() : () -> memref<1x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[QT:.*]] = "tile.local_load"(%[[Q]]
+// CHECK-NOT: "tile.local_dealloc"(%[[Q]])
+// CHECK: scf.for
+// CHECK: "tile.dot"(%[[QT]]
+// CHECK-NOT: "tile.local_dealloc"(%[[Q]])
+// CHECK: scf.for
+// CHECK: "tile.dot"(%[[QT]]
+// CHECK: }
+// CHECK-NOT: scf.for
+// CHECK: "tile.local_dealloc"(%[[Q]])
+// CHECK-NEXT: return
+!a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!s = tensor<128x64xf32, #tile.wgmma<[2, 1]>>
+!t = tensor<64x64xbf16>
+!i = tensor<64x64xi32>
+func.func @operand_of_two_loops(%q: !a, %k: !a, %oq: tensor<128x64xi32>, %mq: tensor<128x64xi1>,
+                                %ok: !i, %mk: tensor<64x64xi1>, %M: i32, %N: i32) -> !s {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %acc0 = "tile.splat"(%zf) : (f32) -> !s
+  %zq = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zt = "tile.splat"(%zb) : (bf16) -> !t
+  %qt = "tile.load"(%q, %oq, %mq, %zq) : (!a, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+  %r = scf.for %n = %c0 to %M step %c64 iter_args(%acc = %acc0) -> (!s) : i32 {
+    %ns = "tile.splat"(%n) : (i32) -> !i
+    %offk = arith.addi %ok, %ns : !i
+    %kt = "tile.load"(%k, %offk, %mk, %zt) : (!a, !i, tensor<64x64xi1>, !t) -> !t
+    %s = "tile.dot"(%qt, %kt, %acc) : (tensor<128x64xbf16>, !t, !s) -> !s
+    scf.yield %s : !s
+  }
+  %r2 = scf.for %n = %M to %N step %c64 iter_args(%acc = %r) -> (!s) : i32 {
+    %ns = "tile.splat"(%n) : (i32) -> !i
+    %offk = arith.addi %ok, %ns : !i
+    %kt = "tile.load"(%k, %offk, %mk, %zt) : (!a, !i, tensor<64x64xi1>, !t) -> !t
+    %s = "tile.dot"(%qt, %kt, %acc) : (tensor<128x64xbf16>, !t, !s) -> !s
+    scf.yield %s : !s
+  }
+  return %r2 : !s
+}
