@@ -37,7 +37,8 @@ from ..dialects.layout import element_bits as bits
 from ..dialects.layout import shared_panel
 from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .distributed_memory import _base_aligned, run_width
-from .register_vectors import elements, i32
+from .register_vectors import elements, from_elements, i32
+from .static_registers import thread_coords
 
 MAX_SHARED = 227 * 1024  # bytes of shared memory an H100/H200 block can have
 
@@ -164,9 +165,10 @@ def op_tile_async_copy(self, op):
     n = dist.num_registers
     w = min(run_width(self, dist, offsets, mask, elem, _base_aligned(self, base)), tile.unit)
     rows, cols = (elements(c, n) for c in self.coords(dist))
-    offs, masks = (elements(self.value(v), n) for v in (offsets, mask))
+    starts = list(range(0, n, w))
+    offs, masks = _at_run_starts(self, dist, starts, [offsets, mask])
     zero = arith.ConstantOp(elem, 0.0).result
-    for r in range(0, n, w):
+    for r in starts:
         dst = to_index(tile.offset(rows[r], cols[r]))
         if w * bits(elem) >= 32:  # cp.async moves 4, 8 or 16 bytes
             size = arith.select(masks[r], const_index(w), const_index(0))
@@ -175,6 +177,25 @@ def op_tile_async_copy(self, op):
             continue
         v = if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda: zero)
         memref.StoreOp(v, tile.buf, [dst])
+
+
+def _at_run_starts(self, dist, starts: list[int], tiles: list) -> list[dict]:
+    """Each tile's value at the first register of each run ({register: value}): where the
+    tile is recomputable (offsets and masks made of aranges and splats), evaluated there
+    only, for the copies are made a run at a time; an i1 mask made for every register
+    (and replicated along each run) costs bit packing and unpacking in the PTX, about
+    a hundred instructions a K step for attention's K and V."""
+    out = []
+    for v in tiles:
+        if len(starts) < dist.num_registers and self.rematerializable(v):
+            coords = [from_elements([c[r] for r in starts], ir.IntegerType.get_signless(32))
+                      for c in (elements(c, dist.num_registers) for c in self.coords(dist))]
+            static = [c[:, starts] for c in thread_coords(dist, self.threads)]
+            got = elements(self.eval_at(v, coords, len(starts), static), len(starts))
+            out.append(dict(zip(starts, got)))
+        else:
+            out.append(dict(enumerate(elements(self.value(v), dist.num_registers))))
+    return out
 
 
 def op_tile_async_commit(self, op):

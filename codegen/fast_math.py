@@ -22,9 +22,11 @@ def _ex2(x):
 
 
 def _exp2(x):
-    """2^x on the SFU (`ex2.approx.f32`), as Triton computes `exp2`: one instruction where
-    the default lowering reduces the range and rescales around it (eight more)."""
-    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.ex2.approx.f32", [x], [], [])
+    """2^x on the SFU (`ex2.approx.ftz.f32`): one instruction where the default lowering
+    reduces the range and rescales around it (eight more). Results below 2^-126 flush to
+    zero, which spares the scaling ptxas puts around a non-ftz `ex2` for subnormal results
+    (a compare, a select and two multiplies): a softmax's probabilities lose nothing."""
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.ex2.approx.ftz.f", [x], [], [])
 
 
 def _lg2(x):
