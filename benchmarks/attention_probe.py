@@ -10,7 +10,6 @@ attention has no bar in the issues, this measures where it stands.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import statistics
@@ -22,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from implementations import _examples  # noqa: E402
 from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
+from probe_device import probe_device  # noqa: E402
 
 SHAPE = (4, 32, 4096, 128)
 # (BLOCK_M, BLOCK_N, num_warps, num_stages)
@@ -43,15 +43,11 @@ def tile_attention(causal, block_m, block_n, warps, stages):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    args = ap.parse_args()
-    dev = "meta" if args.compile_only else "cuda"
-    torch.manual_seed(0)
+    dev = probe_device()
     q, k, v = (torch.randn(SHAPE, dtype=torch.bfloat16, device=dev) for _ in range(3))
     for causal in (False, True):
         fns = {f"tile {bm}x{bn}/{w}w/{s}s": tile_attention(causal, bm, bn, w, s) for bm, bn, w, s in CONFIGS}
-        if args.compile_only:
+        if dev == "meta":
             for name, fn in fns.items():
                 try:
                     fn(q, k, v)

@@ -9,7 +9,6 @@ Triton, in interleaved launches; every output checked against torch first.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -20,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from implementations import EPS, _examples, reference  # noqa: E402
 from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
+from probe_device import probe_device  # noqa: E402
 
 SHAPE = (4096, 32768)
 # (BLOCK, num_warps): the sweep's config first (two chunks a row), then shorter chunks, then
@@ -91,15 +91,11 @@ def triton_ln_hinted(block, warps):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    args = ap.parse_args()
-    dev = "meta" if args.compile_only else "cuda"
-    torch.manual_seed(0)
+    dev = probe_device()
     ins = (torch.randn(SHAPE, dtype=torch.float16, device=dev), torch.randn(SHAPE[1], dtype=torch.float16, device=dev),
            torch.randn(SHAPE[1], dtype=torch.float16, device=dev))
     fns = {f"tile {blk}/{w}w": tile_ln(blk, w) for blk, w in CONFIGS}
-    if args.compile_only:
+    if dev == "meta":
         for fn in fns.values():
             fn(*ins)
         return

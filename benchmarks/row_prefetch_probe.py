@@ -9,7 +9,6 @@ loads in flight (in registers) across this row's reductions, in interleaved laun
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -21,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tile  # noqa: E402
 
 from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
+from probe_device import probe_device  # noqa: E402
 
 
 @tile.kernel
@@ -136,18 +136,15 @@ def triton_prefetch(kernel, programs, warps):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    args = ap.parse_args()
-    dev = "meta" if args.compile_only else "cuda"
-    sms = 132 if args.compile_only else torch.cuda.get_device_properties(0).multi_processor_count
+    dev = probe_device()
+    sms = 132 if dev == "meta" else torch.cuda.get_device_properties(0).multi_processor_count
     for kernel, shape, dtype, warps in POINTS:
         torch.manual_seed(0)
         x = torch.randn(shape, dtype=dtype, device=dev)
         ins = (x,) if kernel == "softmax" else (x, torch.randn(shape[1], dtype=dtype, device=dev),
                                                  torch.randn(shape[1], dtype=dtype, device=dev))
         fns = {f"tile persistent {k}/SM": tile_prefetch(kernel, k * sms, warps) for k in PER_SM}
-        if args.compile_only:
+        if dev == "meta":
             for fn in fns.values():
                 fn(*ins)
             continue

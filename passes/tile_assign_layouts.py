@@ -121,11 +121,15 @@ class TileAssignLayouts:
 
         # (Not in tensor-core kernels, whose tiles meet mma layouts, not slices, at their broadcasts.)
         sliced = _sliced_shapes(ops, by_shape) if not dots else _row_shapes(ops, by_shape)
+        accumulated = _accumulator_values(ops)
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
                     shape = tuple(ir.RankedTensorType(v.type).shape)
-                    v.set_type(with_encoding(v.type, sliced.get(shape) or by_shape(shape)))
+                    layout = sliced.get(shape) or by_shape(shape)
+                    if isinstance(layout, (Mma, Wgmma)) and not accumulated(v):
+                        layout = Blocked.default(list(shape), bits.get(shape, 32), self.num_warps)
+                    v.set_type(with_encoding(v.type, layout))
         # Keep the signature in step with the entry block's arguments.
         entry = fn.regions[0].blocks[0]
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
@@ -214,6 +218,52 @@ def _sliced_shapes(ops, by_shape) -> dict:
             if layout is not None:
                 found.setdefault(shape, set()).add(layout)
     return {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1}
+
+
+def _accumulator_values(ops):
+    """Which tiles of a dot's accumulator shape take its layout: the dots' results and
+    accumulators and what elementwise ops and control flow (loop carries, fusion groups,
+    branches) connect to them, with the offsets and masks of their loads and stores. A tile that only shares their shape (attention's Q of
+    128 x 128 beside a 128 x 128 accumulator, an FP8 matmul's 64 x 64 weights beside its
+    64 x 64 one) keeps its blocked layout, where its load is 16-byte vectors: in the
+    accumulator's it went two elements at a time or one. Returns v -> bool."""
+    parent: dict = {}
+
+    def find(v):
+        parent.setdefault(v, v)
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    def union(*vs):
+        tiles = [v for v in vs if isinstance(v.type, ir.RankedTensorType)]
+        for v in tiles[1:]:
+            parent[find(v)] = find(tiles[0])
+
+    for op in ops:
+        if op.name == "tile.dot":
+            union(op.results[0], op.operands[2])
+        elif op.name == "tile.load":  # offsets and mask go with the data
+            union(op.results[0], op.operands[1], op.operands[2])
+        elif op.name == "tile.store":
+            union(op.operands[2], op.operands[1], op.operands[3])
+        elif op.name.startswith(_ELEMENTWISE) and not op.regions and op.results:
+            shape = ir.RankedTensorType(op.results[0].type).shape if isinstance(op.results[0].type, ir.RankedTensorType) else None
+            union(op.results[0], *[o for o in op.operands if isinstance(o.type, ir.RankedTensorType)
+                                   and ir.RankedTensorType(o.type).shape == shape])
+        elif op.name == "scf.for":
+            body = op.regions[0].blocks[0]
+            yielded = list(body.operations)[-1].operands
+            for i, result in enumerate(op.results):
+                union(result, op.operands[3 + i], body.arguments[1 + i], yielded[i])
+        elif op.name in ("scf.execute_region", "scf.if"):
+            for region in op.regions:
+                for block in region.blocks:
+                    for result, v in zip(op.results, list(block.operations)[-1].operands):
+                        union(result, v)
+    roots = {find(op.results[0]) for op in ops if op.name == "tile.dot"}
+    return lambda v: find(v) in roots
 
 
 _ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.")

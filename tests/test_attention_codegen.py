@@ -38,10 +38,11 @@ def test_attention_wgmma_operands(monkeypatch):
     rs = "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
     assert ptx.count(rs) == 2 * 4
     assert all(part.split("}", 1)[1].startswith(", {%r") for part in ptx.split(rs)[1:])
-    # Q's copy runs once, before the loops: its cp.async (4 bytes each, two elements of the
-    # wgmma layout) sit before the first wait; the loops' K and V copies are 16 bytes.
-    assert "cp.async.ca.shared.global [%r" in ptx.split("cp.async.wait_group 0")[0]
-    assert "cp.async.cg.shared.global" in ptx
+    # Q's copy runs once, before the loops (before the first wait), in Q's own blocked
+    # layout (it only shares the accumulator's 128 x 128 shape): 16-byte cp.async, as the
+    # loops' K and V copies; none narrower.
+    assert "cp.async.cg.shared.global" in ptx.split("cp.async.wait_group 0")[0]
+    assert "cp.async.ca" not in ptx
     # K, read transposed through its strides, fills a transposed slot along D by cp.async:
     # no element-by-element global loads.
     assert "ld.global" not in ptx

@@ -294,3 +294,28 @@ func.func @stored_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tens
   "tile.store"(%out, %offs, %r, %mask) : (!st, tensor<128xi32>, tensor<128xf32>, tensor<128xi1>) -> ()
   return
 }
+
+// -----
+
+// Tiles that only share the accumulator's shape (an FP8 matmul's 64 x 64 weights and
+// their decoding, beside its 64 x 64 accumulator) keep the blocked layout: their loads
+// are 16-byte vectors. The accumulator's chain (the dot, its epilogue) takes `#tile.mma`.
+
+!w = memref<?xi8, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @same_shape_operand
+// W4: "tile.load"{{.*}} -> tensor<64x64xi8, #tile.blocked<{{.*}}>>
+// W4: arith.sitofp %{{.*}} : tensor<64x64xi8, #tile.blocked<{{.*}}>> to tensor<64x64xbf16, #tile.blocked<{{.*}}>>
+// W4: "tile.dot"{{.*}} -> tensor<64x64xf32, #tile.mma<[2, 2]>>
+// W4: math.tanh %{{.*}} : tensor<64x64xf32, #tile.mma<[2, 2]>>
+func.func @same_shape_operand(%w: !w, %offs: tensor<64x64xi32>, %m: tensor<64x64xi1>, %a: tensor<64x64xbf16>) -> tensor<64x64xf32> {
+  %z8 = arith.constant 0 : i8
+  %zf = arith.constant 0.0 : f32
+  %z = "tile.splat"(%z8) : (i8) -> tensor<64x64xi8>
+  %acc = "tile.splat"(%zf) : (f32) -> tensor<64x64xf32>
+  %bits = "tile.load"(%w, %offs, %m, %z) : (!w, tensor<64x64xi32>, tensor<64x64xi1>, tensor<64x64xi8>) -> tensor<64x64xi8>
+  %b = arith.sitofp %bits : tensor<64x64xi8> to tensor<64x64xbf16>
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %e = math.tanh %d : tensor<64x64xf32>
+  return %e : tensor<64x64xf32>
+}

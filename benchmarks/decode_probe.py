@@ -1,0 +1,99 @@
+"""A probe: where the seed kernels that no issue sets a bar for stand on the H200, at
+shapes of LLM decoding and prefill; every output checked against torch first.
+
+- paged attention decode (examples/paged_attention.py), B=32 sequences of 4096 tokens,
+  H=32, D=128, bf16 caches in 16-token pages scattered at random: GB/s of the caches
+  read, against a 1 GiB copy measured in the same run;
+- weight-only FP8 and INT4 matmuls (examples/fp8_matmul.py, int4_matmul.py), N = K =
+  8192, at M = 16 (decode: the weights' bytes dominate) and M = 4096 (prefill), against
+  torch.matmul on the dequantized bf16 weights, in interleaved launches.
+
+    python3 benchmarks/decode_probe.py --compile-only    # CPU machine, TILE_TARGET=sm_90a
+    python3 benchmarks/decode_probe.py                   # the H200
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from implementations import _examples  # noqa: E402
+from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
+from probe_device import probe_device  # noqa: E402
+
+PAGED = dict(B=32, H=32, D=128, PAGE=16, TOKENS=4096)
+N = K = 8192
+GROUP = 128  # int4 scales: one per 128 rows of K and column
+
+
+def paged_case(dev):
+    _examples()
+    import paged_attention as pa
+
+    B, H, D, PAGE, T = (PAGED[k] for k in ("B", "H", "D", "PAGE", "TOKENS"))
+    pages = B * T // PAGE
+    q = torch.randn(B, H, D, dtype=torch.bfloat16, device=dev)
+    k_cache, v_cache = (torch.randn(pages, PAGE, H, D, dtype=torch.bfloat16, device=dev) for _ in range(2))
+    tables = torch.randperm(pages, device=dev).view(B, T // PAGE).to(torch.int32)
+    lens = torch.full((B,), T, dtype=torch.int32, device=dev)
+    return pa, (q, k_cache, v_cache, tables, lens), 2 * k_cache.numel() * k_cache.element_size()
+
+
+def quantized_cases(dev, m):
+    _examples()
+    import fp8_matmul as f8
+    import int4_matmul as i4
+
+    a = torch.randn(m, K, dtype=torch.bfloat16, device=dev)
+    w8 = (torch.randn(K, N, device=dev) * 0.5).to(torch.float8_e4m3fn)
+    s8 = (torch.rand(N, device=dev) + 0.5).to(torch.bfloat16)
+    q4 = torch.randint(-8, 8, (K, N), dtype=torch.int8, device=dev)
+    s4 = (torch.rand(K // GROUP, N, device=dev) * 0.1 + 0.01).to(torch.bfloat16)
+    packed = i4.pack_int4(q4) if dev != "meta" else torch.empty(K // 2, N, dtype=torch.int8, device=dev)
+    dense8 = (w8.float() * s8.float()).to(torch.bfloat16) if dev != "meta" else None
+    dense4 = (q4.float() * s4.float().repeat_interleave(GROUP, dim=0)).to(torch.bfloat16) if dev != "meta" else None
+    return {
+        "fp8": (lambda: f8.fp8_matmul(a, w8, s8), dense8, a, K * N),
+        "int4": (lambda: i4.int4_matmul(a, packed, s4, GROUP), dense4, a, K * N // 2),
+    }
+
+
+def main() -> None:
+    dev = probe_device()
+    pa, pargs, pbytes = paged_case(dev)
+    if dev == "meta":
+        pa.paged_attention(*pargs)
+        for m in (16, 4096):
+            for name, (run, _, _, _) in quantized_cases(dev, m).items():
+                run()
+        return
+    from timing import copy_ceiling_gbs, time_ms
+
+    ceiling = copy_ceiling_gbs()
+    print(f"copy ceiling: {ceiling:.0f} GB/s", flush=True)
+    q, k_cache, v_cache, tables, lens = pargs  # (the reference loops in Python: two sequences of it)
+    torch.testing.assert_close(pa.paged_attention(*pargs)[:2], pa.reference(q[:2], k_cache, v_cache, tables[:2], lens[:2]),
+                               rtol=2e-2, atol=2e-2)
+    ms, _ = time_ms(lambda: pa.paged_attention(*pargs), torch.cuda.synchronize)
+    gbs = pbytes / (ms * 1e-3) / 1e9
+    print(f"paged attention {PAGED}: {ms:.3f} ms, {gbs:.0f} GB/s of the caches, {gbs / ceiling:.0%} of copy", flush=True)
+    for m in (16, 4096):
+        for name, (run, dense, a, wbytes) in quantized_cases(dev, m).items():
+            want = (a.float() @ dense.float()).to(a.dtype)
+            torch.testing.assert_close(run(), want, rtol=2e-2, atol=2e-2 * K ** 0.5)
+            steps = interleaved_launches({"tile": run, "torch": lambda: a @ dense}, (), launches=100)
+            t_ms = statistics.median(t["tile"] for t in steps)
+            r = ratio_summary(steps, "torch", "tile")
+            flops = 2 * m * N * K
+            print(f"{name} weight-only matmul M={m} N=K={N}: {t_ms:.3f} ms, {flops / t_ms / 1e9:.0f} TFLOP/s, "
+                  f"{wbytes / (t_ms * 1e-3) / 1e9:.0f} GB/s of weights; torch bf16 matmul of the dequantized "
+                  f"weights / tile: {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
