@@ -1,12 +1,14 @@
-"""`tile-assign-layouts`: give every tile value a layout encoding (blocked, mma or wgmma).
+"""`tile-assign-layouts`: give every tile value a layout encoding (blocked, mma, wgmma or rows).
 
-Our own pass (upstream has no distributed-layout notion). First version: all
-tiles of one shape in a function share one blocked layout, chosen from that
-shape, `num_warps` and the widest element type that memory ops of that shape
-move (16 bytes per thread along the fastest dim, lanes next, warps on the
-slowest dims); tiles shaped like a `dot` accumulator take `#tile.mma`, or with
-`wgmma=1` (the sm_90a pipeline sets it) `#tile.wgmma` where the tile is whole
-64-row warpgroup instructions and its operands fit swizzled shared panels.
+Our own pass (upstream has no distributed-layout notion). All tiles of one
+shape in a function share one blocked layout, chosen from that shape,
+`num_warps` and the widest element type that memory ops of that shape move
+(16 bytes per thread along the fastest dim, lanes next, warps on the slowest
+dims); a `dot`'s accumulator chain (`_accumulator_values`: its results and
+accumulators, what elementwise ops and control flow connect to them) takes
+`#tile.mma`, or with `wgmma=1` (the sm_90a pipeline sets it) `#tile.wgmma`
+where the tile is whole 64-row warpgroup instructions and its operands fit
+swizzled shared panels; other tiles of that shape stay blocked.
 Elementwise chains, masks and offsets therefore agree with the
 loads and stores they feed. Where an op's operand still disagrees with the
 layout of its result, a `tile.convert_layout` is inserted.
@@ -112,7 +114,7 @@ class TileAssignLayouts:
     def assign(self, fn):
         ops = all_ops(fn)
         bits = self.layouts_by_shape(ops)
-        # Tiles shaped like a dot's accumulator take the tensor-core accumulator layout.
+        # The tensor-core layout of each accumulator shape (for the tiles of its chain).
         dots = [op for op in ops if op.name == "tile.dot"]
         mma = {tuple(ir.RankedTensorType(op.results[0].type).shape): self.accumulator_layout(op) for op in reversed(dots)}
 
