@@ -37,8 +37,9 @@ def fp8_matmul_kernel(a, w, scales, out, M, N, K, s_am, s_ak, s_wk, s_wn, s_om, 
 
 
 def fp8_matmul(a: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, BM: int = 64, BN: int = 64,
-               BK: int = 64) -> torch.Tensor:
-    """a (M, K) bf16/f16 @ (w (K, N) float8_e4m3fn * scales (N,)), in a's dtype."""
+               BK: int = 64, **options) -> torch.Tensor:
+    """a (M, K) bf16/f16 @ (w (K, N) float8_e4m3fn * scales (N,)), in a's dtype; `options`
+    (num_warps, num_stages) go to the launch."""
     if w.dtype != torch.float8_e4m3fn:
         raise TypeError(f"fp8_matmul: w must be torch.float8_e4m3fn, got {w.dtype}")
     M, K = a.shape
@@ -46,7 +47,7 @@ def fp8_matmul(a: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, BM: int =
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (tile.cdiv(M, BM), tile.cdiv(N, BN))
     fp8_matmul_kernel[grid](a, w.view(torch.int8), scales, out, M, N, K, *a.stride(), *w.stride(), *out.stride(),
-                            BM=BM, BN=BN, BK=BK)
+                            BM=BM, BN=BN, BK=BK, **options)
     return out
 
 

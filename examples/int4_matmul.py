@@ -1,12 +1,13 @@
 """Weight-only INT4 matmul: out = a @ dequant(w), with w's 4-bit values packed two to a
 byte and a bf16/f16 scale per group of G rows of K and column, dequantized in the kernel.
 
-Packing (`pack_int4`): byte (r, n) of the (K/2, N) int8 matrix holds w[2r, n] in its low
-nibble and w[2r + 1, n] in its high one, each as an unsigned value with 8 added (so
--8..7 is stored as 0..15; the kernel masks the nibbles out of the sign-extended byte). The kernel splits the sum over k into its even and odd
-terms: a[:, 0::2] (columns read through a doubled stride) against the low nibbles,
-a[:, 1::2] against the high ones, two dots into one f32 accumulator, with no
-interleaving of rows inside a tile.
+Packing (`pack_int4`): byte (r, n) of the (K/2, N) int8 matrix holds w[r, n] in its low
+nibble and w[K/2 + r, n] in its high one, each as an unsigned value with 8 added (so
+-8..7 is stored as 0..15; the kernel masks the nibbles out of the sign-extended byte).
+The kernel splits the sum over k into its two halves: a[:, :K/2] against the low
+nibbles, a[:, K/2:] against the high ones, two dots into one f32 accumulator. Each
+K step reads two runs of a's columns, contiguous (16-byte copies), where splitting
+into even and odd k read them through a doubled stride, one element at a time.
 """
 
 import torch
@@ -20,39 +21,46 @@ def int4_matmul_kernel(a, w, scales, out, M, N, K, s_am, s_ak, s_wk, s_wn, s_sg,
     pm, pn = tile.program_id(0), tile.program_id(1)
     rm = pm * BM + tile.arange(0, BM)
     rn = pn * BN + tile.arange(0, BN)
-    rk = tile.arange(0, BK // 2)  # packed rows of one K step: k = k0 + 2 * rk (+ 1)
+    rk = tile.arange(0, BK)  # packed rows of one K step: k = k0 + rk and K / 2 + k0 + rk
+    half = K // 2
     acc = tile.zeros((BM, BN), tile.float32)
-    for k0 in range(0, K, BK):
-        kr = k0 // 2 + rk
-        packed = tile.load(w + kr[:, None] * s_wk + rn[None, :] * s_wn, mask=(kr[:, None] < K // 2) & (rn[None, :] < N),
+    for k0 in range(0, half, BK):
+        kr = k0 + rk
+        in_k = kr < half
+        packed = tile.load(w + kr[:, None] * s_wk + rn[None, :] * s_wn, mask=in_k[:, None] & (rn[None, :] < N),
                            other=0).to(tile.int32)
-        # the group of rows 2 * kr and 2 * kr + 1 (G even: both in one group)
-        scale = tile.load(scales + (2 * kr[:, None] // G) * s_sg + rn[None, :] * s_sn,
-                          mask=(kr[:, None] < K // 2) & (rn[None, :] < N), other=0.0).to(tile.float32)
-        a_mask = (rm[:, None] < M) & (2 * kr[None, :] < K)
-        a_even = tile.load(a + rm[:, None] * s_am + (2 * kr[None, :]) * s_ak, mask=a_mask, other=0.0)
-        a_odd = tile.load(a + rm[:, None] * s_am + (2 * kr[None, :] + 1) * s_ak, mask=a_mask, other=0.0)
-        lo = (((packed & 15) - 8).to(tile.float32) * scale).to(a_even.dtype)
-        hi = ((((packed >> 4) & 15) - 8).to(tile.float32) * scale).to(a_even.dtype)
-        acc = tile.dot(a_odd, hi, tile.dot(a_even, lo, acc))
+        # row kr's group and row half + kr's
+        s_lo = tile.load(scales + (kr[:, None] // G) * s_sg + rn[None, :] * s_sn, mask=in_k[:, None] & (rn[None, :] < N),
+                         other=0.0).to(tile.float32)
+        s_hi = tile.load(scales + ((half + kr[:, None]) // G) * s_sg + rn[None, :] * s_sn,
+                         mask=in_k[:, None] & (rn[None, :] < N), other=0.0).to(tile.float32)
+        a_mask = (rm[:, None] < M) & in_k[None, :]
+        a_lo = tile.load(a + rm[:, None] * s_am + kr[None, :] * s_ak, mask=a_mask, other=0.0)
+        a_hi = tile.load(a + rm[:, None] * s_am + (half + kr[None, :]) * s_ak, mask=a_mask, other=0.0)
+        lo = (((packed & 15) - 8).to(tile.float32) * s_lo).to(a_lo.dtype)
+        hi = ((((packed >> 4) & 15) - 8).to(tile.float32) * s_hi).to(a_lo.dtype)
+        acc = tile.dot(a_hi, hi, tile.dot(a_lo, lo, acc))
     tile.store(out + rm[:, None] * s_om + rn[None, :] * s_on, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 def pack_int4(q: torch.Tensor) -> torch.Tensor:
-    """(K, N) integers in -8..7, K even -> (K/2, N) int8 bytes, rows 2r / 2r+1 in the low / high nibble."""
+    """(K, N) integers in -8..7, K even -> (K/2, N) int8 bytes, rows r / K/2 + r in the low / high nibble."""
     u = (q.to(torch.int16) + 8).to(torch.uint8)
-    return (u[0::2] | (u[1::2] << 4)).view(torch.int8)
+    half = q.shape[0] // 2
+    return (u[:half] | (u[half:] << 4)).view(torch.int8)
 
 
 def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group: int,
-                BM: int = 64, BN: int = 64, BK: int = 64) -> torch.Tensor:
+                BM: int = 64, BN: int = 64, BK: int = 64, **options) -> torch.Tensor:
+    """a (M, K) bf16/f16 @ dequant(w_packed (K/2, N), scales (K/group, N)); `options`
+    (num_warps, num_stages) go to the launch."""
     M, K = a.shape
     N = w_packed.shape[1]
-    assert w_packed.shape[0] * 2 == K and K % group == 0 and group % 2 == 0 and BK % 2 == 0
+    assert w_packed.shape[0] * 2 == K and K % group == 0
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (tile.cdiv(M, BM), tile.cdiv(N, BN))
     int4_matmul_kernel[grid](a, w_packed, scales, out, M, N, K, *a.stride(), *w_packed.stride(), *scales.stride(),
-                             *out.stride(), BM=BM, BN=BN, BK=BK, G=group)
+                             *out.stride(), BM=BM, BN=BN, BK=BK, G=group, **options)
     return out
 
 
