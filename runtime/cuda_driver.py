@@ -10,6 +10,7 @@ from ctypes import POINTER, c_char_p, c_int, c_uint, c_void_p
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1  # static shared memory (mbarriers, the dynamic buffer's alignment)
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 # Every entry point we call, with its C signature; all return CUresult (int).
@@ -27,6 +28,7 @@ _SIGNATURES = {
     "cuModuleGetFunction": (POINTER(c_void_p), c_void_p, c_char_p),
     "cuModuleUnload": (c_void_p,),
     "cuFuncSetAttribute": (c_void_p, c_int, c_int),
+    "cuFuncGetAttribute": (POINTER(c_int), c_int, c_void_p),
     "cuLaunchKernel": (c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
                        c_uint, c_void_p, POINTER(c_void_p), POINTER(c_void_p)),
     "cuCtxSynchronize": (),
@@ -160,6 +162,12 @@ class Function:
     def __init__(self, handle: int, module: "Module | None" = None):
         self.handle = handle
         self.module = module  # keeps the module (and its image) referenced
+
+    def static_shared_bytes(self) -> int:
+        value = c_int()
+        check(_load().cuFuncGetAttribute(ctypes.byref(value), CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.handle),
+              "cuFuncGetAttribute")
+        return value.value
 
     def set_dynamic_shared_memory(self, nbytes: int) -> None:
         """Allow launches with more than the default 48 KiB of dynamic shared memory."""

@@ -51,7 +51,14 @@ class FakeDriver:
             return lambda *args: self._record("argtypes", *args)
         raise AttributeError(name)
 
+    static_shared = 0  # what cuFuncGetAttribute reports a kernel's static shared memory as
+
     def cuFuncSetAttribute(self, function, attribute, value):  # a kernel of more than 48 KiB shared memory
+        self.opted_in = (attribute, value)
+        return 0
+
+    def cuFuncGetAttribute(self, out, attribute, function):
+        ctypes.cast(out, ctypes.POINTER(ctypes.c_int)).contents.value = self.static_shared
         return 0
 
     def cuGetErrorName(self, result, out):
@@ -357,3 +364,17 @@ def test_tensor_map_error_names_the_argument(monkeypatch):
     assert m.sizes([0] * 6 + [300, 0, 0, 520]) == (300, 64, 520)
     with pytest.raises(cuda_driver.CudaError, match=r"argument 'b': no TMA descriptor for a 300 x 64 block view"):
         m(0x1002, 300, 64, 520)
+
+
+@pytest.mark.parametrize("static, opts_in", [(0, False), (2048, True)])
+def test_shared_memory_opt_in_counts_static(driver, static, opts_in):
+    """48 KB of dynamic shared memory launches as it is, unless static shared memory (a TMA
+    kernel's mbarriers) takes the block past 48 KB: then it opts in (cuFuncSetAttribute)."""
+    from tile.runtime.cuda_launcher import CudaLauncher
+
+    driver.static_shared = static
+    launcher = CudaLauncher({"name": "k", "num_threads": 128, "abi": [], "args": [], "shared_bytes": 48 * 1024}, b"")
+    driver._loading = launcher
+    launcher.function()
+    assert getattr(driver, "opted_in", None) == ((cuda_driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 48 * 1024)
+                                                 if opts_in else None)
