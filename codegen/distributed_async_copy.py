@@ -166,7 +166,7 @@ def op_tile_async_copy(self, op):
     w = min(run_width(self, dist, offsets, mask, elem, _base_aligned(self, base)), tile.unit)
     rows, cols = (elements(c, n) for c in self.coords(dist))
     starts = list(range(0, n, w))
-    offs, masks = _at_run_starts(self, dist, starts, [offsets, mask])
+    offs, masks = _at_run_starts(self, dist, starts, (rows, cols), [offsets, mask])
     zero = arith.ConstantOp(elem, 0.0).result
     for r in starts:
         dst = to_index(tile.offset(rows[r], cols[r]))
@@ -179,19 +179,20 @@ def op_tile_async_copy(self, op):
         memref.StoreOp(v, tile.buf, [dst])
 
 
-def _at_run_starts(self, dist, starts: list[int], tiles: list) -> list[dict]:
+def _at_run_starts(self, dist, starts: list[int], coords: tuple, tiles: list) -> list[dict]:
     """Each tile's value at the first register of each run ({register: value}): where the
     tile is recomputable (offsets and masks made of aranges and splats), evaluated there
     only, for the copies are made a run at a time; an i1 mask made for every register
     (and replicated along each run) costs bit packing and unpacking in the PTX, about
-    a hundred instructions a K step for attention's K and V."""
-    out = []
+    a hundred instructions a K step for attention's K and V. `coords`: per dim, the
+    coordinates of every register (elements)."""
+    out, at = [], None
     for v in tiles:
         if len(starts) < dist.num_registers and self.rematerializable(v):
-            coords = [from_elements([c[r] for r in starts], ir.IntegerType.get_signless(32))
-                      for c in (elements(c, dist.num_registers) for c in self.coords(dist))]
-            static = [c[:, starts] for c in thread_coords(dist, self.threads)]
-            got = elements(self.eval_at(v, coords, len(starts), static), len(starts))
+            if at is None:
+                at = [from_elements([c[r] for r in starts], ir.IntegerType.get_signless(32)) for c in coords]
+                static = [c[:, starts] for c in thread_coords(dist, self.threads)]
+            got = elements(self.eval_at(v, at, len(starts), static), len(starts))
             out.append(dict(zip(starts, got)))
         else:
             out.append(dict(enumerate(elements(self.value(v), dist.num_registers))))

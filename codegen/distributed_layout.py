@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..dialects.layout import Blocked
+from ..dialects.layout import Blocked, Wgmma
 
 
 def row_major_strides(shape) -> list[int]:
@@ -181,8 +181,9 @@ class RowsDistribution:
     def parent(self) -> MmaDistribution:
         """The parent's distribution over a tile of these rows and one fragment column a warp."""
         p = self.layout.parent
-        kind = WgmmaDistribution if hasattr(p, "warpgroups") else MmaDistribution
-        return kind(p, (self.shape[0], 8 * (p.warpgroups if hasattr(p, "warpgroups") else p.warps)[1]))
+        if isinstance(p, Wgmma):
+            return WgmmaDistribution(p, (self.shape[0], 8 * p.warpgroups[1]))
+        return MmaDistribution(p, (self.shape[0], 8 * p.warps[1]))
 
     @cached_property
     def picks(self) -> list[int]:

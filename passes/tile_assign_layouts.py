@@ -225,10 +225,11 @@ def _sliced_shapes(ops, by_shape) -> dict:
 def _accumulator_values(ops):
     """Which tiles of a dot's accumulator shape take its layout: the dots' results and
     accumulators and what elementwise ops and control flow (loop carries, fusion groups,
-    branches) connect to them, with the offsets and masks of their loads and stores. A tile that only shares their shape (attention's Q of
-    128 x 128 beside a 128 x 128 accumulator, an FP8 matmul's 64 x 64 weights beside its
-    64 x 64 one) keeps its blocked layout, where its load is 16-byte vectors: in the
-    accumulator's it went two elements at a time or one. Returns v -> bool."""
+    branches) connect to them, with the offsets and masks of their loads and stores. A tile
+    that only shares their shape (attention's Q of 128 x 128 beside a 128 x 128 accumulator,
+    an FP8 matmul's 64 x 64 weights beside its 64 x 64 one) keeps its blocked layout, where
+    its load is 16-byte vectors: in the accumulator's it went two elements at a time or one.
+    Returns v -> bool."""
     parent: dict = {}
 
     def find(v):

@@ -137,12 +137,6 @@ def _arithmetic(ops) -> bool:
         or inner.name == "tile.dot" for op in ops for inner in all_ops(op))
 
 
-def _column_major(load):
-    """The block `load` reads if it is a column-major one that `cp.async` copies can take
-    (`block_access.match_copy_block`), else None."""
-    return match_copy_block(load)
-
-
 def _with_hoisted_base(b, loop):
     """`b` with its base computed before the loop (`hoist_scalar`); None where it cannot be."""
     if b is None or b.base is None:
@@ -220,7 +214,7 @@ class TilePipeline:
         blocks = tma_blocks(found, self.divisible_args) if self.tma else None
         # Each load's block when its slot holds a transpose: a TMA copy's (any block), or a
         # column-major block's, copied with cp.async in the slot's shape (`transposed_copies.py`).
-        per_load = blocks or [_column_major(load) for load, _ in found]
+        per_load = blocks or [match_copy_block(load) for load, _ in found]
         # With TMA inside a loop over output tiles, the rings outlive the K loop and the next
         # tile's first copies start before this one's epilogue (`next_tile_copies.py`).
         across = blocks and self.across_tiles and plan(loop, start_slice(found, blocks), [
@@ -330,7 +324,7 @@ class TilePipeline:
         body = loop.regions[0].blocks[0]
         needed = set()
         for (_, ops), b in zip(found, per_load):
-            starts = [x for x, _ in (b.row, b.col) if x is not None] + [b.base] * (b.base is not None) if b else []
+            starts = [x for x, _ in (b.row, b.col) if x is not None] if b else []  # (a base is hoisted before the loop)
             needed.update(ops if b is None else body_slice(starts, body, loop, body.arguments[0]) or [])
         mapping = {body.arguments[0]: it}
         clone_slice([op.operation for op in body.operations if op.operation in needed], mapping, ip)
