@@ -21,13 +21,11 @@ hit eight different bank groups.
   barrier (upstream's
   `nvgpu.device_async_wait` wants a token of the group, which does not
   dominate a wait in the next loop iteration or after the loop).
-- `tile.local_load`: no code; `dot` reads the slot with `ldmatrix`
-  (`distributed_dot.py`).
+- `tile.local_load`: see `distributed_convert.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -150,11 +148,6 @@ def op_tile_local_dealloc(self, op):
     self.scratch_base = max(self.live_buffers.values(), default=0)
 
 
-def op_tile_local_load(self, op):
-    tile = self.map[op.operands[0]].slot(self.value(op.operands[1]))
-    self.map[op.results[0]] = dataclasses.replace(tile, transposed="transposed" in op.attributes)
-
-
 def op_tile_async_copy(self, op):
     ring_v, slot, base, offsets, mask = op.operands
     ring = self.map[ring_v]
@@ -167,7 +160,7 @@ def op_tile_async_copy(self, op):
     rows, cols = (elements(c, n) for c in self.coords(dist))
     starts = list(range(0, n, w))
     offs, masks = _at_run_starts(self, dist, starts, (rows, cols), [offsets, mask])
-    zero = arith.ConstantOp(elem, 0.0).result
+    zero = arith.ConstantOp(elem, 0 if isinstance(elem, ir.IntegerType) else 0.0).result
     for r in starts:
         dst = to_index(tile.offset(rows[r], cols[r]))
         if w * bits(elem) >= 32:  # cp.async moves 4, 8 or 16 bytes

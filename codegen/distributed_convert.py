@@ -23,6 +23,9 @@ bits of the row number that every register of both layouts fixes, so that
 which registers make a chunk is known at compile time (`Chunks`, `chunks_of`). Without a dot the same path serves any 2-D tile of 16-
 or 32-bit elements; other conversions go element by element (`Translator.exchange`).
 
+`op_tile_local_load` reads a ring slot into registers the same way, where ops
+other than dots read it.
+
 `op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
 through shared memory too: every thread writes its source registers at their
 linear positions, a barrier, then each reads the elements its index registers
@@ -37,6 +40,7 @@ still covers all 32 banks.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -92,6 +96,25 @@ def stage(self, value, tile: SharedTile, chunk=None):
     vals = elements(self.value(value), dist.num_registers)
     for r, w, at in _accesses(self, dist, tile, chunk):
         store_run(tile.buf, vals, r, w, at, tile.elem)
+
+
+def op_tile_local_load(self, op):
+    """A ring slot (`tile-pipeline`). Where only dots read it: no code, the slot itself, which
+    `dot` reads with `ldmatrix` or wgmma descriptors. Where other ops read it (a quantized
+    weight to decode): the tile in registers, in its layout, read here with vector loads
+    along its rows (`ld.shared`); the slot holds it in the tile's own orientation."""
+    tile = self.map[op.operands[0]].slot(self.value(op.operands[1]))
+    tile = dataclasses.replace(tile, transposed="transposed" in op.attributes)
+    if all(u.owner.name == "tile.dot" for u in op.results[0].uses):
+        self.map[op.results[0]] = tile
+        return
+    if tile.transposed:
+        raise TileError("internal: a transposed ring slot read into registers")
+    dist = self.dist(op.results[0])
+    out = [None] * dist.num_registers
+    for r, w, at in _accesses(self, dist, tile):
+        out[r : r + w] = load_run(tile.buf, w, at, tile.elem)
+    self.map[op.results[0]] = from_elements(out, tile.elem)
 
 
 def _fits(t: ir.RankedTensorType) -> bool:

@@ -4,10 +4,12 @@ and a bf16/f16 scale per output column, decoded in the kernel.
 The kernel takes the weight's bytes (`w.view(torch.int8)`) and decodes each e4m3 value
 with integer arithmetic, exactly: sign s, exponent e (4 bits, bias 7), mantissa m (3 bits)
 give (-1)^s * (8 + m) * 2^(e - 10) for e > 0 and (-1)^s * 2m * 2^-10 for e == 0 (the
-subnormals). Both are an integer times 2^-10, which f32 holds exactly. The decoded tile,
-scaled and cast to a's dtype, feeds an ordinary 16-bit `dot` (mma.sync / wgmma), as the
-INT4 example does: the weights cross memory at one byte each. NaN (0x7f / 0xff) is not
-decoded as NaN.
+subnormals). Both are an integer times 2^-10, which f32 holds exactly, and so do bf16 and
+f16 (four significant bits). The decoded tile, cast to a's dtype, feeds an ordinary 16-bit
+`dot` (mma.sync / wgmma), as the INT4 example does: the weights cross memory at one byte
+each, and their loads run ahead of the dots through the K loop's shared-memory rings. The
+scale, one per column, multiplies the accumulator once, after the loop. NaN (0x7f / 0xff)
+is not decoded as NaN.
 """
 
 import torch
@@ -31,18 +33,29 @@ def fp8_matmul_kernel(a, w, scales, out, M, N, K, s_am, s_ak, s_wk, s_wn, s_om, 
                          other=0).to(tile.int32) & 255
         e, m = (bits >> 3) & 15, bits & 7
         magnitude = tile.where(e > 0, (m + 8) << e, m << 1).to(tile.float32) * (1.0 / 1024)
-        value = tile.where(bits >= 128, -magnitude, magnitude) * scale[None, :]
+        value = tile.where(bits >= 128, -magnitude, magnitude)
         acc = tile.dot(x, value.to(x.dtype), acc)
-    tile.store(out + rm[:, None] * s_om + rn[None, :] * s_on, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tile.store(out + rm[:, None] * s_om + rn[None, :] * s_on, acc * scale[None, :],
+               mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def fp8_matmul(a: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, BM: int = 64, BN: int = 64,
+# Tiles and launch options by the rows of activations, the fastest of `benchmarks/decode_probe.py`'s
+# configs at N = K = 8192 (H100, 2026-12-05): thin tiles with deep rings for decoding (M <= 16: the
+# weights' bytes dominate, and more programs read them at once), wgmma-sized ones for prefill.
+DECODE_TILES = dict(BM=16, BN=32, BK=256, num_warps=4, num_stages=3)
+PREFILL_TILES = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
+
+
+def fp8_matmul(a: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, BM: int | None = None, BN: int = 64,
                BK: int = 64, **options) -> torch.Tensor:
     """a (M, K) bf16/f16 @ (w (K, N) float8_e4m3fn * scales (N,)), in a's dtype; `options`
-    (num_warps, num_stages) go to the launch."""
+    (num_warps, num_stages) go to the launch. Without BM, DECODE_TILES or PREFILL_TILES."""
     if w.dtype != torch.float8_e4m3fn:
         raise TypeError(f"fp8_matmul: w must be torch.float8_e4m3fn, got {w.dtype}")
     M, K = a.shape
+    if BM is None:
+        options = {**(DECODE_TILES if M <= 16 else PREFILL_TILES), **options}
+        BM, BN, BK = (options.pop(k) for k in ("BM", "BN", "BK"))
     N = w.shape[1]
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (tile.cdiv(M, BM), tile.cdiv(N, BN))
@@ -57,7 +70,7 @@ def reference(a, w, scales):
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
-    for dtype, (M, N, K) in [(torch.bfloat16, (70, 96, 128)), (torch.float16, (33, 50, 100))]:
+    for dtype, (M, N, K) in [(torch.bfloat16, (70, 96, 128)), (torch.float16, (33, 50, 100)), (torch.bfloat16, (8, 96, 512))]:
         a = torch.randn(M, K, device=device, dtype=dtype)
         # Every e4m3 byte value but NaN appears among the weights: subnormals, zero, -0, +-448.
         codes = torch.arange(256, dtype=torch.int32)
@@ -78,7 +91,7 @@ def main(device: str = "cpu") -> None:
     a = torch.randn(40, 128, device=device, dtype=torch.bfloat16)
     s = torch.full((96,), 0.005, device=device, dtype=torch.bfloat16)
     torch.testing.assert_close(fp8_matmul(a, wt, s), reference(a, wt, s), rtol=2e-2, atol=2e-2 * 128 ** 0.5)
-    print(f"fp8_matmul: bf16 (70x96x128), f16 (33x50x100), every e4m3 code decoded exactly, and column-major "
+    print(f"fp8_matmul: bf16 (70x96x128), f16 (33x50x100), bf16 decode-shaped (8x96x512), every e4m3 code decoded exactly, and column-major "
           f"weights (40x96x128) on {device} match torch")
 
 

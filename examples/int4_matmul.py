@@ -50,11 +50,21 @@ def pack_int4(q: torch.Tensor) -> torch.Tensor:
     return (u[:half] | (u[half:] << 4)).view(torch.int8)
 
 
+# Tiles and launch options by the rows of activations, the fastest of `benchmarks/decode_probe.py`'s
+# configs at N = K = 8192 (H100, 2026-12-05): thin tiles with deep rings for decoding (M <= 16: the
+# weights' bytes dominate, and more programs read them at once), wgmma-sized ones for prefill.
+DECODE_TILES = dict(BM=16, BN=64, BK=128, num_warps=4, num_stages=4)
+PREFILL_TILES = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=2)
+
+
 def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group: int,
-                BM: int = 64, BN: int = 64, BK: int = 64, **options) -> torch.Tensor:
+                BM: int | None = None, BN: int = 64, BK: int = 64, **options) -> torch.Tensor:
     """a (M, K) bf16/f16 @ dequant(w_packed (K/2, N), scales (K/group, N)); `options`
-    (num_warps, num_stages) go to the launch."""
+    (num_warps, num_stages) go to the launch. Without BM, DECODE_TILES or PREFILL_TILES."""
     M, K = a.shape
+    if BM is None:
+        options = {**(DECODE_TILES if M <= 16 else PREFILL_TILES), **options}
+        BM, BN, BK = (options.pop(k) for k in ("BM", "BN", "BK"))
     N = w_packed.shape[1]
     assert w_packed.shape[0] * 2 == K and K % group == 0
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
@@ -71,14 +81,16 @@ def reference(a, q, scales, group):
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
-    for dtype, (M, N, K), group in [(torch.bfloat16, (70, 96, 128), 32), (torch.float16, (33, 50, 96), 16)]:
+    for dtype, (M, N, K), group in [(torch.bfloat16, (70, 96, 128), 32), (torch.float16, (33, 50, 96), 16),
+                                    (torch.bfloat16, (8, 96, 512), 128)]:
         a = torch.randn(M, K, device=device, dtype=dtype)
         q = torch.randint(-8, 8, (K, N), device=device, dtype=torch.int8)
         scales = (torch.rand(K // group, N, device=device) * 0.1 + 0.01).to(dtype)
         got = int4_matmul(a, pack_int4(q), scales, group)
         want = reference(a, q, scales, group)
         torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2 * K ** 0.5)
-    print(f"int4_matmul: bf16 (70x96x128, groups of 32) and f16 (33x50x96, groups of 16) on {device} match torch")
+    print(f"int4_matmul: bf16 (70x96x128, groups of 32), f16 (33x50x96, groups of 16) and bf16 decode-shaped "
+          f"(8x96x512, groups of 128) on {device} match torch")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import tile
 @tile.kernel
 def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, scale, H,
                            s_qb, s_qh, s_qd, s_cn, s_cp, s_ch, s_cd, s_tb, s_ob, s_oh, s_od,
-                           PAGE: tile.constexpr, D: tile.constexpr):
+                           PAGE: tile.constexpr, D: tile.constexpr, STAGES: tile.constexpr):
     bh = tile.program_id(0)
     b, h = bh // H, bh % H
     rd = tile.arange(0, D)
@@ -31,7 +31,8 @@ def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, sca
     m = tile.full((), float("-inf"), tile.float32)  # run-time scalars: the loop updates them
     l_sum = tile.zeros((), tile.float32)
     acc = tile.zeros((D,), tile.float32)
-    for i in range(0, tile.cdiv(seq_len, PAGE)):
+    # The pages' loads run STAGES - 1 pages ahead, through shared-memory rings.
+    for i in tile.range(0, tile.cdiv(seq_len, PAGE), num_stages=STAGES):
         page = tile.load(block_tables + b * s_tb + i)
         valid = i * PAGE + rp < seq_len
         at = page * s_cn + rp[:, None] * s_cp + h * s_ch + rd[None, :] * s_cd
@@ -48,16 +49,16 @@ def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, sca
 
 
 def paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
-                    seq_lens: torch.Tensor) -> torch.Tensor:
+                    seq_lens: torch.Tensor, stages: int = 2) -> torch.Tensor:
     """q (B, H, D); caches (pages, PAGE, H, D), both with the same strides; block_tables (B, max pages)
-    and seq_lens (B,) int32. Returns (B, H, D) in q's dtype."""
+    and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the page loop's pipelining depth."""
     B, H, D = q.shape
     PAGE = k_cache.shape[1]
     assert k_cache.stride() == v_cache.stride(), "the key and value caches must share their layout"
     out = torch.empty_like(q)
     paged_attention_kernel[(B * H,)](q, k_cache, v_cache, block_tables, seq_lens, out, 1.0 / math.sqrt(D), H,
                                      *q.stride(), *k_cache.stride(), block_tables.stride(0), *out.stride(),
-                                     PAGE=PAGE, D=D)
+                                     PAGE=PAGE, D=D, STAGES=stages)
     return out
 
 
@@ -78,13 +79,13 @@ def main(device: str = "cpu") -> None:
     B, H, D, PAGE, pages = 3, 4, 64, 16, 40
     seq_lens = torch.tensor([1, 77, 130], dtype=torch.int32, device=device)  # a page and a bit, ragged tails
     block_tables = torch.randperm(pages, device=device)[: B * 12].view(B, 12).to(torch.int32)  # scattered pages
-    for dtype in (torch.float16, torch.bfloat16):
+    for dtype, stages in ((torch.float16, 1), (torch.bfloat16, 3)):  # (3: two pages ahead, on a GPU)
         q = torch.randn(B, H, D, device=device, dtype=dtype)
         k_cache, v_cache = (torch.randn(pages, PAGE, H, D, device=device, dtype=dtype) for _ in range(2))
-        got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens)
+        got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages)
         torch.testing.assert_close(got, reference(q, k_cache, v_cache, block_tables, seq_lens), rtol=2e-2, atol=2e-2)
-    print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, f16 and bf16, "
-          f"on {device} match torch")
+    print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, f16, and bf16 "
+          f"with the page loop in 3 stages, on {device} match torch")
 
 
 if __name__ == "__main__":

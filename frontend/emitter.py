@@ -155,11 +155,15 @@ class FunctionEmitter(Expressions):
         if not (isinstance(target, Tree) and target.data == "var"):
             raise self.error(target, "a for loop needs a single loop variable")
         if not (isinstance(iterable, Tree) and iterable.data == "funccall"):
-            raise self.error(iterable, "a for loop must iterate over range(...) or tile.static_range(...)")
+            raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
         callee = self.expr(iterable.children[0])
         args, kwargs = self.arguments(iterable.children[1] if len(iterable.children) > 1 else None)
+        stages = kwargs.pop("num_stages", None) if callee is language.range else None
         if kwargs or not 1 <= len(args) <= 3:
-            raise self.error(iterable, "range takes 1 to 3 positional arguments")
+            raise self.error(iterable, "range takes 1 to 3 positional arguments" + (
+                " and num_stages" if callee is language.range else ""))
+        if stages is not None and (isinstance(stages, bool) or not isinstance(stages, int) or stages < 1):
+            raise self.error(iterable, f"num_stages must be a compile-time int of at least 1, got {stages!r}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         if callee is language.static_range:
             if is_runtime(start) or is_runtime(stop) or is_runtime(step):
@@ -168,11 +172,11 @@ class FunctionEmitter(Expressions):
                 self.scope[_name(target)] = i
                 self.suite(body)
             return
-        if callee is not range:
-            raise self.error(iterable, "a for loop must iterate over range(...) or tile.static_range(...)")
-        self.runtime_loop(node, _name(target), start, stop, step, body)
+        if callee is not range and callee is not language.range:
+            raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
+        self.runtime_loop(node, _name(target), start, stop, step, body, stages)
 
-    def runtime_loop(self, node, var, start, stop, step, body):
+    def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
         for name in _assigned_names([body]):
             old = self.scope.get(name)
             if isinstance(old, (int, float)) and not isinstance(old, bool) and name != var:
@@ -185,6 +189,8 @@ class FunctionEmitter(Expressions):
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
         before = dict(self.scope)
         op = scf.ForOp(lo, hi, st, [_carry_value(self.scope[n]) for n in carried])
+        if num_stages is not None:  # read by tile-pipeline
+            op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
         with ir.InsertionPoint(op.body):
             self.scope[var] = Tile(op.induction_variable)
             for n, arg in zip(carried, op.inner_iter_args):

@@ -190,3 +190,11 @@ def static_range(*args):
 
 
 BUILTINS = {name: obj for name, obj in list(globals().items()) if getattr(obj, "tile_builtin", None)}
+
+
+@_builtin
+def range(*args, num_stages=None):
+    """A run-time loop, as `range`, with its own software-pipelining depth: with
+    `num_stages` (a compile-time int), `tile-pipeline` runs this loop's tile loads
+    that many stages ahead through shared-memory rings, whatever reads them (the
+    kernel's `num_stages` applies only to loops that hold a `dot`); 1 turns it off."""

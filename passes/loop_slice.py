@@ -5,6 +5,7 @@ iteration i (and before the loop) without peeling it."""
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith
 
 from .walk import all_ops
 
@@ -96,6 +97,23 @@ def clone_slice(ops, mapping, ip):
         _remap(new, mapping)
         for a, b in zip(op.results, new.results):
             mapping[a] = b
+
+
+def guard_scalar_loads(ops, mapping, live):
+    """The clones (`mapping`) of the scalar loads in `ops` read only where the cloned
+    iteration runs (`live()` makes that i1 in place): a later iteration's page number, read
+    from a table, may lie past its end.
+
+        # before -> after
+        %p = "tile.load"(%table, %i, %true, %zero)  ->  %live = arith.cmpi slt, %i, %ub
+                                                        %m = arith.andi %true, %live
+                                                        %p = "tile.load"(%table, %i, %m, %zero)"""
+    for op in ops:
+        for inner in all_ops(op):
+            if inner.name == "tile.load" and not isinstance(inner.results[0].type, ir.ShapedType):
+                clone = mapping[inner.results[0]].owner.operation
+                with ir.InsertionPoint(clone), clone.location:
+                    clone.operands[2] = arith.andi(clone.operands[2], live())
 
 
 def hoist_scalar(v, loop):

@@ -9,10 +9,18 @@ loads they replace; `convert-tile-to-gpu` lowers the new ops to
 `nvgpu.device_async_copy` (`cp.async`), commit/wait groups, and `dot` reads its
 operands from the ring (`ldmatrix` for mma.sync, matrix descriptors for wgmma).
 
-A `tile.load` in an `scf.for` body is pipelined when its only users are `dot`
-operands in that body (16-bit, or f32 going to tf32 tensor-core dots), its
-`other` is zero (what `cp.async` fills in) and its offsets and mask depend only
-on the induction variable and on values defined outside the loop. For S = num_stages (>= 2):
+A `tile.load` in an `scf.for` body is pipelined when its `other` is zero (what
+`cp.async` fills in), its offsets and mask depend only on the induction variable
+and on values defined outside the loop, the loop stores nothing into its tensor,
+and either its only users are `dot`
+operands in that body (16-bit, or f32 going to tf32 tensor-core dots), or it is
+a 2-D tile of 8-, 16- or 32-bit elements that the loop reads in registers (a
+quantized weight decoded before its `dot`, a paged key block) and the loop holds
+a `dot` or asks for stages itself. A loop made by `tile.range(..., num_stages=N)`
+carries `tile.num_stages = N`, which replaces the pass's option for that loop
+(and pipelines it even without a dot); elsewhere loops without a dot are left
+alone. A `tile.local_load` that ops other than dots read is read into
+registers, in its layout, right where it stands (`ld.shared`). For S stages (>= 2):
 
     # prologue: iterations 0 .. S-2 are started before the loop
     %ring = tile.local_alloc : memref<S x R x C x T, workgroup>
@@ -37,7 +45,9 @@ makes `cp.async` read nothing.
 
 A dot whose accumulator is in the `#tile.wgmma` layout may keep running while
 the next iteration starts (`in_flight`: its lowering commits the wgmma group
-but does not wait for it) when nothing but the next dot reads its result. The
+but does not wait for it) when nothing but the next dot reads its result and
+both its operands are in rings (an operand made in registers, such as a decoded
+weight, is staged in scratch memory that the next iteration overwrites). The
 copies of the next stage are then issued after the dot, while the tensor cores
 work, and a `tile.dot_wait {pending = D}` (D = the loop's in-flight dots) ends
 the body: the dots of iteration i - 1 are then done in this warpgroup, and after
@@ -71,6 +81,8 @@ tensor map the host encodes from the arguments its `tile.tma` entry names),
     }
 
 No drain: a copy is issued only for an iteration that runs, and each is waited for.
+A scalar load among the cloned address ops (a page number read from a table) reads
+only for an iteration that runs: its mask is joined with the iteration's liveness.
 After the loop, `tile.mbarrier_dealloc %bars` invalidates the mbarriers. Inside a
 loop over output tiles (a persistent kernel's), the rings and mbarriers instead
 live across that loop, and the next tile's first copies start right after this
@@ -97,7 +109,7 @@ from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
-from .loop_slice import body_slice, clone_slice, hoist_scalar, inside, split_from_group
+from .loop_slice import body_slice, clone_slice, guard_scalar_loads, hoist_scalar, inside, split_from_group
 from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
@@ -137,6 +149,19 @@ def _arithmetic(ops) -> bool:
         or inner.name == "tile.dot" for op in ops for inner in all_ops(op))
 
 
+def _to_dots(load) -> bool:
+    return all(u.owner.name == "tile.dot" for u in load.results[0].uses)
+
+
+def _in_ring(v, loads, loop) -> bool:
+    """Whether dot operand v is read from a ring: one of `loads` (to be pipelined), or a
+    `tile.local_load` before the loop (`invariant_operands.py`)."""
+    if isinstance(v.owner, ir.Block):
+        return False
+    op = v.owner.operation
+    return op in loads or op.name == "tile.local_load" and not inside(op, loop)
+
+
 def _with_hoisted_base(b, loop):
     """`b` with its base computed before the loop (`hoist_scalar`); None where it cannot be."""
     if b is None or b.base is None:
@@ -168,14 +193,19 @@ class TilePipeline:
     across_tiles: bool = True  # TMA rings in a loop over tiles: the next tile's first copies before the epilogue
 
     def run(self, module_op):
-        if self.num_stages < 2:
-            return
-        stage_invariant_operands(module_op, _is_zero)
+        if self.num_stages >= 2:
+            stage_invariant_operands(module_op, _is_zero)
         for loop in [op for op in all_ops(module_op) if op.name == "scf.for"]:
-            self.pipeline(loop)
+            if "tile.num_stages" in loop.attributes:
+                self.pipeline(loop, ir.IntegerAttr(loop.attributes["tile.num_stages"]).value, True)
+            elif self.num_stages >= 2:
+                self.pipeline(loop, self.num_stages, any(op.name == "tile.dot" for op in all_ops(loop)))
 
-    def candidates(self, loop, body, iv) -> list:
+    def candidates(self, loop, body, iv, registers: bool) -> list:
+        """The loads to pipeline and the ops of their offsets and masks; `registers`: also
+        those the loop reads in registers."""
         found = []
+        stored = [op.operands[0] for op in all_ops(loop) if op.name == "tile.store"]
         for op in body.operations:
             op = op.operation
             if op.name != "tile.load" or not isinstance(op.results[0].type, ir.RankedTensorType):
@@ -183,12 +213,15 @@ class TilePipeline:
             base, offsets, mask, other = op.operands
             t = ir.RankedTensorType(op.results[0].type)
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]
-            tensor_cores = ("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16")
-            if (t.rank != 2 or str(t.element_type) not in tensor_cores or not users or not _is_zero(other)
-                    or any(o.name != "tile.dot" or n not in DOT_OPERANDS or o.parent != loop for o, n in users)):
+            to_dots = all(o.name == "tile.dot" and n in DOT_OPERANDS and o.parent == loop for o, n in users)
+            if to_dots:
+                ok = str(t.element_type) in (("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16"))
+            else:
+                ok = registers and element_bits(t.element_type) in (8, 16, 32) and all(inside(o, loop) for o, _ in users)
+            if t.rank != 2 or not ok or not users or not _is_zero(other):
                 continue
-            if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop):
-                continue
+            if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop) or base in stored:
+                continue  # (a copy run ahead would read before this loop's stores wrote)
             ops = body_slice([offsets, mask], body, loop, iv)
             if not _arithmetic(ops):  # the offsets or mask grouped with this iteration's dots' values
                 split = [split_from_group(v, body, loop, iv) for v in (offsets, mask)]
@@ -199,13 +232,12 @@ class TilePipeline:
                 found.append((op, ops))
         return found
 
-    def pipeline(self, loop):
+    def pipeline(self, loop, S: int, registers: bool):
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
-        found = self.candidates(loop, body, iv)
+        found = self.candidates(loop, body, iv, registers) if S >= 2 else []
         if not found:
             return
-        S = self.num_stages
         async_dots = self.async_dots(loop, body, found) if S >= 3 else []
         ahead = S - 1 - (1 if async_dots else 0)  # iterations the copies run ahead
         lb, ub, step = list(loop.operands)[:3]
@@ -213,8 +245,8 @@ class TilePipeline:
         rings = []
         blocks = tma_blocks(found, self.divisible_args) if self.tma else None
         # Each load's block when its slot holds a transpose: a TMA copy's (any block), or a
-        # column-major block's, copied with cp.async in the slot's shape (`transposed_copies.py`).
-        per_load = blocks or [match_copy_block(load) for load, _ in found]
+        # column-major dot operand's, copied with cp.async in the slot's shape (`transposed_copies.py`).
+        per_load = blocks or [match_copy_block(load) if _to_dots(load) else None for load, _ in found]
         # With TMA inside a loop over output tiles, the rings outlive the K loop and the next
         # tile's first copies start before this one's epilogue (`next_tile_copies.py`).
         across = blocks and self.across_tiles and plan(loop, start_slice(found, blocks), [
@@ -299,13 +331,17 @@ class TilePipeline:
 
     def async_dots(self, loop, body, found) -> list:
         """(dot, loop result number) of the pipelined wgmma dots that may stay in flight: each
-        accumulates into a loop-carried value that only it reads and that only the loop yields."""
-        dots = {u.owner for load, _ in found for u in load.results[0].uses}
+        reads both operands from rings (this loop's, or one filled before it) and accumulates
+        into a loop-carried value that only it reads and that only the loop yields."""
+        loads = {load for load, _ in found}
+        dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
         out = []
         yield_op = body.operations[len(body.operations) - 1].operation
         for dot in dots:
             acc, result = dot.operands[2], dot.results[0]
             if not isinstance(encoding_of(result.type), Wgmma) or not isinstance(acc.owner, ir.Block) or acc.owner != body:
+                return []
+            if not all(_in_ring(dot.operands[n], loads, loop) for n in DOT_OPERANDS):
                 return []
             uses = [(u.owner, u.operand_number) for u in result.uses]
             if len(uses) != 1 or uses[0][0] != yield_op or len(list(acc.uses)) != 1:
@@ -327,7 +363,9 @@ class TilePipeline:
             starts = [x for x, _ in (b.row, b.col) if x is not None] if b else []  # (a base is hoisted before the loop)
             needed.update(ops if b is None else body_slice(starts, body, loop, body.arguments[0]) or [])
         mapping = {body.arguments[0]: it}
-        clone_slice([op.operation for op in body.operations if op.operation in needed], mapping, ip)
+        cloned = [op.operation for op in body.operations if op.operation in needed]
+        clone_slice(cloned, mapping, ip)
+        guard_scalar_loads(cloned, mapping, lambda: arith.cmpi(arith.CmpIPredicate.slt, it, ub))
         with ip:
             live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
             for (load, _), ring, b in zip(found, rings, per_load):

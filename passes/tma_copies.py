@@ -13,7 +13,7 @@ from mlir.dialects import arith
 from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
 from .block_access import match_block, start_value
-from .loop_slice import body_slice, clone_slice
+from .loop_slice import body_slice, clone_slice, guard_scalar_loads
 
 
 def slot_shape(load, b) -> list[int]:
@@ -108,11 +108,16 @@ def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip, outer=None, a
     iterations (`next_tile_copies.py`), whose copies are live only where `also` holds."""
     body = found[0][0].parent.regions[0].blocks[0]
     mapping = {**(outer or {}), body.arguments[0]: it}
-    clone_slice(start_slice(found, blocks), mapping, ip)
+
+    def live():
+        ok = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
+        return ok if also is None else arith.andi(ok, also)
+
+    cloned = start_slice(found, blocks)
+    clone_slice(cloned, mapping, ip)
+    guard_scalar_loads(cloned, mapping, live)
     with ip:
-        live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
-        if also is not None:
-            live = arith.andi(live, also)
+        live = live()
         for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
             t, shape = ir.RankedTensorType(load.results[0].type), slot_shape(load, b)
             row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))

@@ -24,6 +24,12 @@ def while_kernel(x, n):
 
 
 @tile.kernel
+def stages_kernel(x, out, n, S: tile.constexpr):
+    for i in tile.range(0, n, num_stages=S):
+        tile.store(out + i, tile.load(x + i))
+
+
+@tile.kernel
 def odd_arange_kernel(x, out):
     offs = tile.arange(0, 100)
     tile.store(out + offs, tile.load(x + offs))
@@ -128,6 +134,13 @@ def test_non_power_of_two_arange():
     err = _compile_error(odd_arange_kernel, *_tensors())
     assert "power of two" in err.message and "100" in err.message
     _assert_points_at(err, odd_arange_kernel, "tile.arange(0, 100)")
+
+
+def test_bad_num_stages():
+    x, out = _tensors()
+    err = _compile_error(stages_kernel, x, out, 4, S=0)
+    assert "num_stages must be a compile-time int of at least 1, got 0" in err.message
+    _assert_points_at(err, stages_kernel, "tile.range(0, n, num_stages=S)")
 
 
 def test_mismatched_tile_shapes():

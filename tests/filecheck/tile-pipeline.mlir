@@ -98,8 +98,8 @@ func.func @kloop(%a: !a, %b: !a, %oa: tensor<64x32xi32>, %ob: tensor<32x64xi32>,
 
 // -----
 
-// Not pipelined: the loaded tile is also stored (not only a dot operand), and
-// `other` is not zero.
+// Not pipelined: a tile of the tensor that the loop also stores into (a copy run
+// ahead would read before the store), and a tile whose `other` is not zero.
 
 // CHECK-LABEL: func.func @not_only_dot
 // CHECK-NOT: tile.async_copy
@@ -824,4 +824,120 @@ func.func @operand_of_two_loops(%q: !a, %k: !a, %oq: tensor<128x64xi32>, %mq: te
     scf.yield %s : !s
   }
   return %r2 : !s
+}
+
+// -----
+
+// A loop with a dot pipelines a load that it reads in registers too: an int8
+// weight tile, decoded before it feeds the dot. Its ring holds the bytes; its
+// `tile.local_load` (read into registers by the codegen, since ops other than dots
+// read it) feeds the decode. The dot whose operand is made in registers does not
+// stay in flight: that operand is staged in scratch that the next iteration reuses.
+
+// CHECK-LABEL: func.func @decoded_operand
+// CHECK: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[RW:.*]] = "tile.local_alloc"() : () -> memref<3x64x128xi8, #gpu.address_space<workgroup>>
+// CHECK: "tile.async_copy"(%[[RW]]
+// CHECK: scf.for
+// CHECK-NEXT: "tile.async_wait"() {pending = 1 : i32}
+// CHECK: %[[A:.*]] = "tile.local_load"(%[[RA]]
+// CHECK-NEXT: %[[W:.*]] = "tile.local_load"(%[[RW]]
+// CHECK: %[[X:.*]] = arith.sitofp %[[W]]
+// CHECK: %[[D:.*]] = "tile.dot"(%[[A]], %[[X]], %{{.*}}) :
+// CHECK-NOT: tile.dot_wait
+// CHECK: scf.yield %[[D]]
+!a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+!q = memref<?x?xi8, strided<[?, ?], offset: ?>>
+!w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
+func.func @decoded_operand(%a: !a, %b: !q, %oa: tensor<128x64xi32>, %ob: tensor<64x128xi32>, %ma: tensor<128x64xi1>,
+                           %mb: tensor<64x128xi1>, %K: i32) -> !w {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %z8 = arith.constant 0 : i8
+  %acc0 = "tile.splat"(%zf) : (f32) -> !w
+  %za = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zq = "tile.splat"(%z8) : (i8) -> tensor<64x128xi8>
+  %r = scf.for %k = %c0 to %K step %c64 iter_args(%acc = %acc0) -> (!w) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<128x64xi32>
+    %offa = arith.addi %oa, %ks : tensor<128x64xi32>
+    %ta = "tile.load"(%a, %offa, %ma, %za) : (!a, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+    %kbs = "tile.splat"(%k) : (i32) -> tensor<64x128xi32>
+    %offb = arith.addi %ob, %kbs : tensor<64x128xi32>
+    %tq = "tile.load"(%b, %offb, %mb, %zq) : (!q, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xi8>) -> tensor<64x128xi8>
+    %tb = arith.sitofp %tq : tensor<64x128xi8> to tensor<64x128xbf16>
+    %d = "tile.dot"(%ta, %tb, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+    scf.yield %d : !w
+  }
+  return %r : !w
+}
+
+// -----
+
+// A loop without a dot is left alone, unless it asks for stages itself
+// (`tile.range(..., num_stages=2)` sets `tile.num_stages`), which replaces the
+// pass's option (pipelined even where the option is 1): then a load it reduces in
+// registers runs one iteration ahead. A page number read from a table for the
+// next iteration's copy reads only if that iteration runs: its mask is joined with
+// the iteration's liveness, for the table may end at this iteration's row.
+
+// CHECK-LABEL: func.func @rows
+// CHECK-NOT: tile.async_copy
+// CHECK: return
+// CHECK-LABEL: func.func @paged
+// CHECK: %[[R:.*]] = "tile.local_alloc"() : () -> memref<2x16x128xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[LIVE0:.*]] = arith.cmpi slt, %{{.*}}, %[[N:.*]] : i32
+// CHECK-NEXT: %[[M0:.*]] = arith.andi %{{.*}}, %[[LIVE0]] : i1
+// CHECK-NEXT: "tile.load"(%{{.*}}, %{{.*}}, %[[M0]], %{{.*}}) : ({{.*}}) -> i32
+// CHECK: "tile.async_copy"(%[[R]]
+// CHECK: scf.for %[[I:[^ ]*]] =
+// CHECK: "tile.local_load"(%[[R]]
+// CHECK: %[[NEXT:.*]] = arith.addi %[[I]], %{{.*}} : i32
+// CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]], %[[N]] : i32
+// CHECK-NEXT: %[[M:.*]] = arith.andi %{{.*}}, %[[LIVE]] : i1
+// CHECK-NEXT: "tile.load"(%{{.*}}, %[[NEXT]], %[[M]], %{{.*}}) : ({{.*}}) -> i32
+// CHECK: "tile.async_copy"(%[[R]]
+// CHECK: "tile.reduce"
+// CHECK: } {tile.num_stages = 2 : i32}
+
+// OFF-LABEL: func.func @rows
+// OFF-NOT: tile.async_copy
+// OFF-LABEL: func.func @paged
+// OFF: "tile.async_copy"
+!f = memref<?xf32, strided<[?], offset: ?>>
+!t = memref<?xi32, strided<[?], offset: ?>>
+func.func @rows(%x: !f, %o: tensor<16x128xi32>, %m: tensor<16x128xi1>, %n: i32) -> f32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zf = arith.constant 0.0 : f32
+  %z = "tile.splat"(%zf) : (f32) -> tensor<16x128xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zf) -> (f32) : i32 {
+    %s = "tile.splat"(%i) : (i32) -> tensor<16x128xi32>
+    %off = arith.addi %o, %s : tensor<16x128xi32>
+    %t = "tile.load"(%x, %off, %m, %z) : (!f, tensor<16x128xi32>, tensor<16x128xi1>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    %v = "tile.reduce"(%t) {axis = 1 : i32, kind = "sum"} : (tensor<16x128xf32>) -> tensor<16xf32>
+    %w = "tile.reduce"(%v) {axis = 0 : i32, kind = "sum"} : (tensor<16xf32>) -> f32
+    %a = arith.addf %acc, %w : f32
+    scf.yield %a : f32
+  }
+  return %r : f32
+}
+func.func @paged(%x: !f, %table: !t, %o: tensor<16x128xi32>, %m: tensor<16x128xi1>, %n: i32) -> f32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %true = arith.constant true
+  %zf = arith.constant 0.0 : f32
+  %z = "tile.splat"(%zf) : (f32) -> tensor<16x128xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zf) -> (f32) : i32 {
+    %page = "tile.load"(%table, %i, %true, %c0) : (!t, i32, i1, i32) -> i32
+    %s = "tile.splat"(%page) : (i32) -> tensor<16x128xi32>
+    %off = arith.addi %o, %s : tensor<16x128xi32>
+    %t = "tile.load"(%x, %off, %m, %z) : (!f, tensor<16x128xi32>, tensor<16x128xi1>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    %v = "tile.reduce"(%t) {axis = 1 : i32, kind = "sum"} : (tensor<16x128xf32>) -> tensor<16xf32>
+    %w = "tile.reduce"(%v) {axis = 0 : i32, kind = "sum"} : (tensor<16xf32>) -> f32
+    %a = arith.addf %acc, %w : f32
+    scf.yield %a : f32
+  } {tile.num_stages = 2 : i32}
+  return %r : f32
 }
