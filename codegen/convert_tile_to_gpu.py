@@ -54,6 +54,7 @@ from .register_vectors import linear_index, load_run
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from .distributed_async_copy import MAX_SHARED
+from .float8 import is_float8, widen_float8
 from .held_registers import defer, is_elementwise, only_read_through
 from .static_registers import repeats, vector_reads
 from .distributed_tma import bulk_reads_done
@@ -63,8 +64,9 @@ _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 
 
 class Translator:
-    def __init__(self, fn, block, num_warps: int, divisibility: dict, noalias: bool = False):
+    def __init__(self, fn, block, num_warps: int, divisibility: dict, noalias: bool = False, float8_cvt: bool = True):
         self.map: dict = {}
+        self.float8_cvt = float8_cvt
         self.read_only = read_only_arguments(fn) if noalias else set()
         self.num_warps, self.threads = num_warps, num_warps * 32
         self.axis = AxisInfo(divisibility)
@@ -237,6 +239,9 @@ class Translator:
             if name in F32_FAST and isinstance(op.results[0].type, ir.F32Type):
                 self.map[op.results[0]] = F32_FAST[name](*(self.value(o) for o in op.operands))
                 return
+            if name == "arith.extf" and is_float8(op.operands[0].type):
+                self.map[op.results[0]] = widen_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
+                return
             new = op.clone()
             for i, o in enumerate(op.operands):
                 new.operands[i] = self.value(o)
@@ -335,6 +340,7 @@ class ConvertTileToGpu:
     num_warps: int = 4
     divisible_args: str = ""  # comma-separated indices of int arguments known to be multiples of 16
     noalias: bool = False  # no two tensor arguments overlap: ld.global.nc for those never written (program-invariant loads)
+    float8_cvt: bool = True  # sm_89+: float8 converted by `cvt.rn.f16x2.e4m3x2` (else by integer decode, `float8.py`)
 
     def run(self, module_op):
         module_op.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -352,7 +358,7 @@ class ConvertTileToGpu:
             gfn = gpu.GPUFuncOp(ir.TypeAttr.get(ftype), sym_name=name, kernel=True,
                                 known_block_size=[self.num_warps * 32, 1, 1])
         block = gfn.regions[0].blocks.append(*ftype.inputs)
-        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec), self.noalias)
+        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec), self.noalias, self.float8_cvt)
         old = fn.regions[0].blocks[0]
         for a, b in zip(old.arguments, block.arguments):
             t.map[a] = b

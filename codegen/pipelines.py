@@ -27,6 +27,7 @@ CPU_LLVM = [
     "buffer-deallocation-pipeline",
     "convert-linalg-to-loops",
     "emulate-i1-memrefs",
+    "expand-float8",
     "math-expand-ops",
     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
     "expand-strided-metadata",
@@ -74,6 +75,8 @@ def gpu(options: dict) -> list[str]:
 def gpu_distributed(options: dict) -> list[str]:
     divisible = options.get("divisible_args", "")
     spec = (f" divisible-args={divisible}" if divisible else "") + (" noalias=1" if options.get("noalias") else "")
+    if options["target"] == "sm_80":  # (no e4m3 form of cvt before sm_89)
+        spec += " float8-cvt=0"
     return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "canonicalize", "cse"]
 
 

@@ -13,6 +13,7 @@ from mlir.dialects import arith
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
 from .fast_math import F32_FAST
+from .float8 import is_float8, widen_float8
 from .held_registers import defer, held_at, is_elementwise, only_read_through
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
@@ -97,6 +98,8 @@ def uniform_run(self, op) -> int:
 
 def clone_elementwise(self, op, operands, n):
     rt = ir.RankedTensorType(op.results[0].type)
+    if op.name == "arith.extf" and is_float8(ir.RankedTensorType(op.operands[0].type).element_type):
+        return _from_elements(widen_float8(_elements(operands[0], n), rt.element_type, self.float8_cvt), rt.element_type)
     if op.name in F32_FAST and isinstance(rt.element_type, ir.F32Type):
         per_register = zip(*(_elements(v, n) for v in operands))
         return _from_elements([F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)

@@ -8,6 +8,10 @@ The kernel splits the sum over k into its two halves: a[:, :K/2] against the low
 nibbles, a[:, K/2:] against the high ones, two dots into one f32 accumulator. Each
 K step reads two runs of a's columns, contiguous (16-byte copies), where splitting
 into even and odd k read them through a doubled stride, one element at a time.
+
+A K step lies within one group of each half (BK divides G, and G divides K/2), so
+its scales are two rows of BN, (1, BN) tiles that broadcast over the step's rows:
+one scale read per column and group, not per weight.
 """
 
 import torch
@@ -29,11 +33,10 @@ def int4_matmul_kernel(a, w, scales, out, M, N, K, s_am, s_ak, s_wk, s_wn, s_sg,
         in_k = kr < half
         packed = tile.load(w + kr[:, None] * s_wk + rn[None, :] * s_wn, mask=in_k[:, None] & (rn[None, :] < N),
                            other=0).to(tile.int32)
-        # row kr's group and row half + kr's
-        s_lo = tile.load(scales + (kr[:, None] // G) * s_sg + rn[None, :] * s_sn, mask=in_k[:, None] & (rn[None, :] < N),
+        # the group of rows k0.. and of rows half + k0..
+        s_lo = tile.load(scales + (k0 // G) * s_sg + rn[None, :] * s_sn, mask=rn[None, :] < N, other=0.0).to(tile.float32)
+        s_hi = tile.load(scales + ((half + k0) // G) * s_sg + rn[None, :] * s_sn, mask=rn[None, :] < N,
                          other=0.0).to(tile.float32)
-        s_hi = tile.load(scales + ((half + kr[:, None]) // G) * s_sg + rn[None, :] * s_sn,
-                         mask=in_k[:, None] & (rn[None, :] < N), other=0.0).to(tile.float32)
         a_mask = (rm[:, None] < M) & in_k[None, :]
         a_lo = tile.load(a + rm[:, None] * s_am + kr[None, :] * s_ak, mask=a_mask, other=0.0)
         a_hi = tile.load(a + rm[:, None] * s_am + (half + kr[None, :]) * s_ak, mask=a_mask, other=0.0)
@@ -53,8 +56,8 @@ def pack_int4(q: torch.Tensor) -> torch.Tensor:
 # Tiles and launch options by the rows of activations, the fastest of `benchmarks/decode_probe.py`'s
 # configs at N = K = 8192 (H100, 2026-12-05): thin tiles with deep rings for decoding (M <= 16: the
 # weights' bytes dominate, and more programs read them at once), wgmma-sized ones for prefill.
-DECODE_TILES = dict(BM=16, BN=64, BK=128, num_warps=4, num_stages=4)
-PREFILL_TILES = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=2)
+DECODE_TILES = dict(BM=16, BN=32, BK=128, num_warps=4, num_stages=3)
+PREFILL_TILES = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
 
 
 def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group: int,
@@ -65,8 +68,11 @@ def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, g
     if BM is None:
         options = {**(DECODE_TILES if M <= 16 else PREFILL_TILES), **options}
         BM, BN, BK = (options.pop(k) for k in ("BM", "BN", "BK"))
+    BK = min(BK, group)  # a K step within one group
     N = w_packed.shape[1]
-    assert w_packed.shape[0] * 2 == K and K % group == 0
+    if w_packed.shape[0] * 2 != K or (K // 2) % group or group % BK:
+        raise ValueError(f"int4_matmul: K = {K} needs w_packed of K/2 rows (got {w_packed.shape[0]}), K/2 a multiple "
+                         f"of the group ({group}), and the group a multiple of BK ({BK})")
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (tile.cdiv(M, BM), tile.cdiv(N, BN))
     int4_matmul_kernel[grid](a, w_packed, scales, out, M, N, K, *a.stride(), *w_packed.stride(), *scales.stride(),

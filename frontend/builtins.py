@@ -129,7 +129,10 @@ def _load(pointer, mask=None, other=None):
     p = _pointer(pointer, "load's pointer")
     offsets, mask, shape = _access(p, mask)
     dt = p.base.dtype
-    other = constant(0, dt) if other is None else semantics.cast(_tile(other, "other"), dt)
+    if other is None or type(other) is int or type(other) is float and dt.is_float:
+        other = constant(other or 0, dt)  # (a Python number becomes a constant of the tensor's type, float8 included)
+    else:
+        other = semantics.cast(_tile(other, "other"), dt)
     other = semantics.broadcast_to(other, shape) if shape else other
     return Tile(tile_ops.load(p.base.value, offsets.value, mask.value, other.value))
 

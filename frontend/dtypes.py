@@ -29,8 +29,10 @@ int32 = dtype("int32", "i32", 32, False)
 int64 = dtype("int64", "i64", 64, False)
 int8 = dtype("int8", "i8", 8, False)
 int1 = dtype("int1", "i1", 1, False)
+# Storage only: loaded and converted up with `.to()` (`cvt.rn.f16x2.e4m3x2` on a GPU), not computed on.
+float8e4m3 = dtype("float8e4m3", "f8E4M3FN", 8, True)
 
-ALL = (float32, float16, bfloat16, float64, int32, int64, int8, int1)
+ALL = (float32, float16, bfloat16, float64, int32, int64, int8, int1, float8e4m3)
 BY_MLIR = {d.mlir: d for d in ALL}
 
 
@@ -49,4 +51,5 @@ def from_torch(t) -> dtype | None:
         "torch.int64": int64,
         "torch.int8": int8,
         "torch.bool": int1,
+        "torch.float8_e4m3fn": float8e4m3,
     }.get(str(t))

@@ -59,6 +59,10 @@ def cast(x: Tile, dt: dtypes.dtype) -> Tile:
     src = x.dtype
     if src == dt:
         return x
+    if dt == dtypes.float8e4m3:
+        raise SemanticError(f"conversion from {src} to {dt} is not supported: float8 tiles are loaded and converted up")
+    if src == dtypes.float8e4m3 and not dt.is_float:
+        raise SemanticError(f"conversion from {src} to {dt} is not supported: convert to a float type")
     ty = dt.to_mlir()
     if x.shape:
         ty = ir.RankedTensorType.get(x.shape, ty)
@@ -109,6 +113,9 @@ def operands(a, b) -> tuple[Tile, Tile]:
         a = constant(a, python_dtype(a, b.dtype))
     if not isinstance(b, Tile):
         b = constant(b, python_dtype(b, a.dtype))
+    if dtypes.float8e4m3 in (a.dtype, b.dtype):
+        raise SemanticError("float8 tiles are storage only: convert with .to(tile.float16), .to(tile.bfloat16) or "
+                            ".to(tile.float32) before computing with them")
     dt = promote_dtypes(a.dtype, b.dtype)
     a, b = cast(a, dt), cast(b, dt)
     shape = broadcast_shapes(a.shape, b.shape) if (a.shape or b.shape) else []
