@@ -1,4 +1,4 @@
-"""`expand-float8`: float8 e4m3 to a wider float, in integer arithmetic, for the CPU.
+"""`expand-float8`: float8 (e4m3, e5m2) to a wider float, in integer arithmetic, for the CPU.
 
 Our own pass, for the CPU target after `convert-linalg-to-loops` (scalar code):
 LLVM has no f8 type (a memref of f8E4M3FN loads bytes), and upstream's
@@ -6,8 +6,9 @@ LLVM has no f8 type (a memref of f8E4M3FN loads bytes), and upstream's
 from f8E4M3FN becomes the decode of its byte: sign s, exponent e (4 bits, bias 7),
 mantissa m (3 bits) give (-1)^s (8 + m) 2^(e - 10) for e > 0 and (-1)^s 2m 2^-10
 for e = 0 (the subnormals), exact in f32; 0x7f and 0xff are NaN. Then `truncf`
-to a 16-bit type where that is the result (exact: four significant bits). The GPU
-converts with `cvt.rn.f16x2.e4m3x2` instead (`float8.py`, which holds the decode).
+to a 16-bit type where that is the result (exact: four significant bits). An
+f8E5M2 byte is the top byte of an f16: shifted up and bitcast. The GPU converts
+with `cvt.rn.f16x2.e4m3x2` (`.e5m2x2`) instead (`float8.py`, which holds the decode).
 
     # before
     %y = arith.extf %x : f8E4M3FN to bf16

@@ -31,8 +31,10 @@ int8 = dtype("int8", "i8", 8, False)
 int1 = dtype("int1", "i1", 1, False)
 # Storage only: loaded and converted up with `.to()` (`cvt.rn.f16x2.e4m3x2` on a GPU), not computed on.
 float8e4m3 = dtype("float8e4m3", "f8E4M3FN", 8, True)
+float8e5m2 = dtype("float8e5m2", "f8E5M2", 8, True)
+FLOAT8 = (float8e4m3, float8e5m2)
 
-ALL = (float32, float16, bfloat16, float64, int32, int64, int8, int1, float8e4m3)
+ALL = (float32, float16, bfloat16, float64, int32, int64, int8, int1, float8e4m3, float8e5m2)
 BY_MLIR = {d.mlir: d for d in ALL}
 
 
@@ -52,4 +54,5 @@ def from_torch(t) -> dtype | None:
         "torch.int8": int8,
         "torch.bool": int1,
         "torch.float8_e4m3fn": float8e4m3,
+        "torch.float8_e5m2": float8e5m2,
     }.get(str(t))

@@ -59,9 +59,9 @@ def cast(x: Tile, dt: dtypes.dtype) -> Tile:
     src = x.dtype
     if src == dt:
         return x
-    if dt == dtypes.float8e4m3:
+    if dt in dtypes.FLOAT8:
         raise SemanticError(f"conversion from {src} to {dt} is not supported: float8 tiles are loaded and converted up")
-    if src == dtypes.float8e4m3 and not dt.is_float:
+    if src in dtypes.FLOAT8 and not dt.is_float:
         raise SemanticError(f"conversion from {src} to {dt} is not supported: convert to a float type")
     ty = dt.to_mlir()
     if x.shape:
@@ -113,7 +113,7 @@ def operands(a, b) -> tuple[Tile, Tile]:
         a = constant(a, python_dtype(a, b.dtype))
     if not isinstance(b, Tile):
         b = constant(b, python_dtype(b, a.dtype))
-    if dtypes.float8e4m3 in (a.dtype, b.dtype):
+    if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
         raise SemanticError("float8 tiles are storage only: convert with .to(tile.float16), .to(tile.bfloat16) or "
                             ".to(tile.float32) before computing with them")
     dt = promote_dtypes(a.dtype, b.dtype)

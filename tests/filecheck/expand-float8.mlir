@@ -35,3 +35,19 @@ func.func @to_f32(%x: f8E4M3FN, %h: f16) -> (f32, f32) {
   %z = arith.extf %h : f16 to f32
   return %y, %z : f32, f32
 }
+
+// -----
+
+// An e5m2 byte is the top byte of an f16: shifted up and bitcast, then widened.
+
+// CHECK-LABEL: func.func @e5m2_to_f32
+// CHECK: %[[B:.*]] = arith.bitcast %{{.*}} : f8E5M2 to i8
+// CHECK-NEXT: %[[W:.*]] = arith.extui %[[B]] : i8 to i16
+// CHECK: %[[S:.*]] = arith.shli %[[W]], %{{.*}} : i16
+// CHECK-NEXT: %[[H:.*]] = arith.bitcast %[[S]] : i16 to f16
+// CHECK-NEXT: %[[F:.*]] = arith.extf %[[H]] : f16 to f32
+// CHECK-NEXT: return %[[F]]
+func.func @e5m2_to_f32(%x: f8E5M2) -> f32 {
+  %y = arith.extf %x : f8E5M2 to f32
+  return %y : f32
+}
