@@ -41,10 +41,10 @@ PREFILL_TILES = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
 
 def fp8_matmul(a: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, BM: int | None = None, BN: int = 64,
                BK: int = 64, **options) -> torch.Tensor:
-    """a (M, K) bf16/f16 @ (w (K, N) float8_e4m3fn * scales (N,)), in a's dtype; `options`
-    (num_warps, num_stages) go to the launch. Without BM, DECODE_TILES or PREFILL_TILES."""
-    if w.dtype != torch.float8_e4m3fn:
-        raise TypeError(f"fp8_matmul: w must be torch.float8_e4m3fn, got {w.dtype}")
+    """a (M, K) bf16/f16 @ (w (K, N) float8_e4m3fn or float8_e5m2 * scales (N,)), in a's dtype;
+    `options` (num_warps, num_stages) go to the launch. Without BM, DECODE_TILES or PREFILL_TILES."""
+    if w.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+        raise TypeError(f"fp8_matmul: w must be torch.float8_e4m3fn or float8_e5m2, got {w.dtype}")
     M, K = a.shape
     if BM is None:
         options = {**(DECODE_TILES if M <= 16 else PREFILL_TILES), **options}
@@ -74,17 +74,20 @@ def main(device: str = "cpu") -> None:
         got = fp8_matmul(a, w, scales)
         want = reference(a, w, scales)
         torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2 * K ** 0.5)
-    # The decode itself, exactly: a = I and unit scales give back every code (subnormals included) as bf16.
+    # The conversion itself, exactly: a = I and unit scales give back every code (subnormals included)
+    # as bf16, for e4m3 and for e5m2 (all but its infinities and NaNs, exponent 31).
     eye = torch.eye(256, device=device, dtype=torch.bfloat16)
-    w = codes[torch.arange(256 * 16) % codes.numel()].view(torch.float8_e4m3fn).reshape(256, 16).to(device)
     ones = torch.ones(16, device=device, dtype=torch.bfloat16)
-    torch.testing.assert_close(fp8_matmul(eye, w, ones), w.to(torch.bfloat16), rtol=0, atol=0)
+    every = torch.arange(256, dtype=torch.int32)
+    for fmt, finite in ((torch.float8_e4m3fn, codes), (torch.float8_e5m2, every[(every & 0x7C) != 0x7C].to(torch.uint8))):
+        w = finite[torch.arange(256 * 16) % finite.numel()].view(fmt).reshape(256, 16).to(device)
+        torch.testing.assert_close(fp8_matmul(eye, w, ones), w.to(torch.bfloat16), rtol=0, atol=0)
     # Column-major weights (a transposed view), read through their strides.
     wt = codes[torch.randint(0, codes.numel(), (96, 128))].view(torch.float8_e4m3fn).to(device).t()
     a = torch.randn(40, 128, device=device, dtype=torch.bfloat16)
     s = torch.full((96,), 0.005, device=device, dtype=torch.bfloat16)
     torch.testing.assert_close(fp8_matmul(a, wt, s), reference(a, wt, s), rtol=2e-2, atol=2e-2 * 128 ** 0.5)
-    print(f"fp8_matmul: bf16 (70x96x128), f16 (33x50x100), bf16 decode-shaped (8x96x512), every e4m3 code decoded exactly, and column-major "
+    print(f"fp8_matmul: bf16 (70x96x128), f16 (33x50x100), bf16 decode-shaped (8x96x512), every e4m3 and finite e5m2 code converted exactly, and column-major "
           f"weights (40x96x128) on {device} match torch")
 
 
