@@ -60,7 +60,10 @@ def tma_abi(tile_opt_stage: str, signature, ctx) -> list[dict]:
     details = [d for _, kind, d in signature if kind != "constexpr"]
     out = []
     with ctx, ir.Location.unknown():
-        fn = next(op for op in ir.Module.parse(tile_opt_stage).body.operations if "tile.tma" in op.attributes)
+        # (the module held in a name: a temporary one is destroyed with its operations while `fn` still
+        # points into them, which crashed the process now and then)
+        module = ir.Module.parse(tile_opt_stage)
+        fn = next(op for op in module.body.operations if "tile.tma" in op.attributes)
         for e in map(ir.DictAttr, ir.ArrayAttr(fn.attributes["tile.tma"])):
             refs = {k: ir.StringAttr(e[k]).value.split(":") for k in ("rows", "cols", "stride")}
             arg = ir.IntegerAttr(e["tensor"]).value
