@@ -5,6 +5,7 @@ Triton, in interleaved launches; every output checked against torch first.
 
     python3 benchmarks/long_row_probe.py --compile-only    # CPU machine, TILE_TARGET=sm_90a
     python3 benchmarks/long_row_probe.py                   # the H200
+    (both with --stages: tile's chunk loops pipelined, at a few stage counts)
 """
 
 from __future__ import annotations
@@ -26,15 +27,19 @@ SHAPE = (4096, 32768)
 # the whole row (the Triton tutorial's choice for this row: BLOCK 32768, 8 warps).
 HINTED = [(8192, 16), (8192, 8), (4096, 8), (16384, 32)]  # looped, with L2 eviction hints (Triton only)
 CONFIGS = [(16384, 32), (16384, 16), (8192, 16), (8192, 8), (4096, 8), (4096, 4), (32768, 8), (32768, 16), (32768, 32)]
+# With --stages: the harness's chunking (8192 columns, 16 warps) and shorter chunks, tile's loops
+# pipelined through shared-memory rings (STAGES; 1 = not), against Triton's looped kernel.
+STAGED = [(8192, 16, 1), (8192, 16, 2), (8192, 16, 3), (4096, 8, 1), (4096, 8, 2), (4096, 8, 3), (4096, 16, 3)]
 
 
-def tile_ln(block, warps):
+def tile_ln(block, warps, stages=1):
     layer_norm = _examples()[2]
 
     def run(x, w, b):
         out = torch.empty_like(x)
         layer_norm.layer_norm_kernel[(x.shape[0],)](x, w, b, out, x.shape[1], x.stride(0), out.stride(0), EPS,
-                                                    BLOCK=block, ONE_BLOCK=block >= x.shape[1], num_warps=warps)
+                                                    BLOCK=block, ONE_BLOCK=block >= x.shape[1], STAGES=stages,
+                                                    num_warps=warps)
         return out
     return run
 
@@ -94,18 +99,24 @@ def main() -> None:
     dev = probe_device()
     ins = (torch.randn(SHAPE, dtype=torch.float16, device=dev), torch.randn(SHAPE[1], dtype=torch.float16, device=dev),
            torch.randn(SHAPE[1], dtype=torch.float16, device=dev))
-    fns = {f"tile {blk}/{w}w": tile_ln(blk, w) for blk, w in CONFIGS}
+    staged = "--stages" in sys.argv
+    if staged:
+        fns = {f"tile {blk}/{w}w/{s}s": tile_ln(blk, w, s) for blk, w, s in STAGED}
+    else:
+        fns = {f"tile {blk}/{w}w": tile_ln(blk, w) for blk, w in CONFIGS}
     if dev == "meta":
         for fn in fns.values():
             fn(*ins)
         return
-    fns.update({f"triton {blk}/{w}w": triton_ln(blk, w) for blk, w in CONFIGS})
-    fns.update({f"triton hinted {blk}/{w}w": triton_ln_hinted(blk, w) for blk, w in HINTED})
+    triton_configs = sorted({(blk, w) for blk, w, _ in STAGED}) if staged else CONFIGS
+    fns.update({f"triton {blk}/{w}w": triton_ln(blk, w) for blk, w in triton_configs})
+    if not staged:
+        fns.update({f"triton hinted {blk}/{w}w": triton_ln_hinted(blk, w) for blk, w in HINTED})
     want = reference("layer_norm", ins)
     for name, fn in fns.items():
         torch.testing.assert_close(fn(*ins), want, rtol=1e-2, atol=1e-2, msg=lambda m: f"{name}: {m}")
     steps = interleaved_launches(fns, ins)
-    base = f"triton {CONFIGS[0][0]}/{CONFIGS[0][1]}w"
+    base = "triton 8192/16w" if staged else f"triton {CONFIGS[0][0]}/{CONFIGS[0][1]}w"
     nbytes = 2 * ins[0].numel() * ins[0].element_size()
     for name in fns:
         ms = statistics.median(t[name] for t in steps)

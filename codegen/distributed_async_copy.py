@@ -157,9 +157,10 @@ def op_tile_async_copy(self, op):
     dist = self.dist(offsets)
     n = dist.num_registers
     w = min(run_width(self, dist, offsets, mask, elem, _base_aligned(self, base)), tile.unit)
-    rows, cols = (elements(c, n) for c in self.coords(dist))
+    coords = [elements(c, n) for c in self.coords(dist)]
+    rows, cols = slot_coords(coords, n)
     starts = list(range(0, n, w))
-    offs, masks = _at_run_starts(self, dist, starts, (rows, cols), [offsets, mask])
+    offs, masks = _at_run_starts(self, dist, starts, coords, [offsets, mask])
     zero = arith.ConstantOp(elem, 0 if isinstance(elem, ir.IntegerType) else 0.0).result
     for r in starts:
         dst = to_index(tile.offset(rows[r], cols[r]))
@@ -170,6 +171,12 @@ def op_tile_async_copy(self, op):
             continue
         v = if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda: zero)
         memref.StoreOp(v, tile.buf, [dst])
+
+
+def slot_coords(coords: list, n: int) -> tuple:
+    """(rows, cols) in a ring slot of each of n registers, from a tile's per-dim coordinates
+    (elements): a 1-D tile is row 0 of its slot."""
+    return (coords[0], coords[1]) if len(coords) == 2 else ([i32(0)] * n, coords[0])
 
 
 def _at_run_starts(self, dist, starts: list[int], coords: tuple, tiles: list) -> list[dict]:

@@ -51,7 +51,7 @@ from ..dialects.layout import element_bits as bits
 from ..dialects.layout import encoding_of
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
-from .distributed_async_copy import MAX_SHARED, SharedTile
+from .distributed_async_copy import MAX_SHARED, SharedTile, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
 from .held_registers import defer
@@ -85,7 +85,7 @@ def _accesses(self, dist, tile: SharedTile, chunk=None):
         held = thread_coords(dist, self.threads)[split.axis][0]
         picked = [r for r in picked if split.of(int(held[r])) == number]
         coords[split.axis] = split.within(coords[split.axis])
-    rows, cols = (elements(c, n) for c in coords)
+    rows, cols = slot_coords([elements(c, n) for c in coords], n)
     return [(r, w, to_index(tile.offset(rows[r], cols[r]))) for r in picked]
 
 

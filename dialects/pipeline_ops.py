@@ -39,7 +39,8 @@ def local_dealloc(buffer, *, loc=None, ip=None) -> ir.Operation:
 
 def _verify_ring_access(op, tile_type, check_elem=True):
     buf = ir.MemRefType(op.operands[0].type)
-    if list(buf.shape[1:]) != _shape(tile_type) or (check_elem and buf.element_type != _elem(tile_type)):
+    slot = list(buf.shape[1:])  # (a 1-D tile sits in slots of one row)
+    if slot not in (_shape(tile_type), [1] + _shape(tile_type)) or (check_elem and buf.element_type != _elem(tile_type)):
         return f"tile {_shape(tile_type)} x {_elem(tile_type)} does not match the ring's slots {list(buf.shape[1:])} x {buf.element_type}"
 
 

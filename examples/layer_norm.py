@@ -5,7 +5,8 @@ Statistics are computed in f32 whatever the input dtype (f32, f16, bf16), as
 torch does; the output has the input's dtype. A row that fits one tile
 (ONE_BLOCK) is read once and stays in registers, its variance taken from
 centred values; a longer row is streamed in chunks: one loop for the sums,
-one to normalize and write.
+one to normalize and write, each with its loads STAGES - 1 chunks ahead
+(`tile.range`, through shared-memory rings) when STAGES > 1.
 """
 
 import torch
@@ -15,7 +16,7 @@ import tile
 
 @tile.kernel
 def layer_norm_kernel(x, w, b, out, n_cols, x_row_stride, out_row_stride, eps, BLOCK: tile.constexpr,
-                      ONE_BLOCK: tile.constexpr):
+                      ONE_BLOCK: tile.constexpr, STAGES: tile.constexpr = 1):
     row = tile.program_id(0)
     x_row = x + row * x_row_stride
     out_row = out + row * out_row_stride
@@ -32,14 +33,14 @@ def layer_norm_kernel(x, w, b, out, n_cols, x_row_stride, out_row_stride, eps, B
     else:
         acc = tile.zeros((BLOCK,), tile.float32)
         acc_sq = tile.zeros((BLOCK,), tile.float32)
-        for start in range(0, n_cols, BLOCK):
+        for start in tile.range(0, n_cols, BLOCK, num_stages=STAGES):
             v = tile.load(x_row + start + cols, mask=start + cols < n_cols).to(tile.float32)
             acc += v
             acc_sq += v * v
         mean = tile.sum(acc, axis=0) / n_cols
         var = tile.maximum(tile.sum(acc_sq, axis=0) / n_cols - mean * mean, 0.0)
         rstd = tile.rsqrt(var + eps)
-        for start in range(0, n_cols, BLOCK):
+        for start in tile.range(0, n_cols, BLOCK, num_stages=STAGES):
             mask = start + cols < n_cols
             v = tile.load(x_row + start + cols, mask=mask).to(tile.float32)
             wv = tile.load(w + start + cols, mask=mask).to(tile.float32)
@@ -67,9 +68,10 @@ def layer_norm_rows_kernel(x, w, b, out, n_rows, n_cols, x_row_stride, out_row_s
 
 
 def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float = 1e-5, BLOCK: int = 256,
-               ROWS: int = 1) -> torch.Tensor:
+               ROWS: int = 1, stages: int = 1) -> torch.Tensor:
     """LayerNorm of a 2-D tensor with unit column stride (any row stride). Rows that fit
-    BLOCK go ROWS a program (layer_norm_rows_kernel) where ROWS > 1."""
+    BLOCK go ROWS a program (layer_norm_rows_kernel) where ROWS > 1; longer rows stream
+    their chunks with `stages` pipelining stages."""
     assert x.dim() == 2 and x.stride(1) == 1
     rows, cols = x.shape
     out = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
@@ -77,7 +79,8 @@ def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float = 1
         layer_norm_rows_kernel[(-(-rows // ROWS),)](x, w, b, out, rows, cols, x.stride(0), out.stride(0), eps, ROWS=ROWS,
                                                      BLOCK=BLOCK)
         return out
-    layer_norm_kernel[(rows,)](x, w, b, out, cols, x.stride(0), out.stride(0), eps, BLOCK=BLOCK, ONE_BLOCK=cols <= BLOCK)
+    layer_norm_kernel[(rows,)](x, w, b, out, cols, x.stride(0), out.stride(0), eps, BLOCK=BLOCK, ONE_BLOCK=cols <= BLOCK,
+                               STAGES=stages)
     return out
 
 
@@ -96,8 +99,10 @@ def main(device: str = "cpu") -> None:
             torch.testing.assert_close(layer_norm(x, w, b), want, **TOLERANCES[dt])
             if cols <= 256:  # 4 rows a program, the last program's rows past the end masked off
                 torch.testing.assert_close(layer_norm(x, w, b, ROWS=4), want, **TOLERANCES[dt])
-    print(f"layer_norm: (29, 700) and (13, 200) (one row and 4 rows a program) in f32, f16 and bf16 on {device} "
-          "match torch")
+            elif dt == torch.float16:  # the chunks' loads one ahead, through shared-memory rings (on a GPU)
+                torch.testing.assert_close(layer_norm(x, w, b, stages=2), want, **TOLERANCES[dt])
+    print(f"layer_norm: (29, 700) and (13, 200) (one row and 4 rows a program; f16's chunks also pipelined) in f32, "
+          f"f16 and bf16 on {device} match torch")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ and either its only users are `dot`
 operands in that body (16-bit, or f32 going to tf32 tensor-core dots), or it is
 a 2-D tile of 8-, 16- or 32-bit elements that the loop reads in registers (a
 quantized weight decoded before its `dot`, a paged key block) and the loop holds
-a `dot` or asks for stages itself. A loop made by `tile.range(..., num_stages=N)`
+a `dot` or asks for stages itself (then also a 1-D tile, a long row's chunk, in
+slots of one row). A loop made by `tile.range(..., num_stages=N)`
 carries `tile.num_stages = N`, which replaces the pass's option for that loop
 (and pipelines it even without a dot); elsewhere loops without a dot are left
 alone. A `tile.local_load` that ops other than dots read is read into
@@ -206,6 +207,7 @@ class TilePipeline:
         those the loop reads in registers."""
         found = []
         stored = [op.operands[0] for op in all_ops(loop) if op.name == "tile.store"]
+        dots = any(op.name == "tile.dot" for op in all_ops(loop))
         for op in body.operations:
             op = op.operation
             if op.name != "tile.load" or not isinstance(op.results[0].type, ir.RankedTensorType):
@@ -218,7 +220,8 @@ class TilePipeline:
                 ok = str(t.element_type) in (("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16"))
             else:
                 ok = registers and element_bits(t.element_type) in (8, 16, 32) and all(inside(o, loop) for o, _ in users)
-            if t.rank != 2 or not ok or not users or not _is_zero(other):
+            # (a 1-D tile, a row's chunk, in slots of one row; not beside dots, whose TMA rings want 2-D blocks)
+            if not (t.rank == 2 or t.rank == 1 and not dots) or not ok or not users or not _is_zero(other):
                 continue
             if not isinstance(base.owner, ir.Block) and inside(base.owner.operation, loop) or base in stored:
                 continue  # (a copy run ahead would read before this loop's stores wrote)

@@ -21,6 +21,8 @@ def slot_shape(load, b) -> list[int]:
     transposed block `b` (a TMA copy keeps the tensor's contiguous dim innermost); b is None
     for a load that is not a TMA copy."""
     shape = list(ir.RankedTensorType(_tile_type(load)).shape)
+    if len(shape) == 1:  # a row
+        return [1] + shape
     return shape[::-1] if b is not None and b.transposed else shape
 
 
