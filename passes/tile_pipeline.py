@@ -12,15 +12,16 @@ operands from the ring (`ldmatrix` for mma.sync, matrix descriptors for wgmma).
 A `tile.load` in an `scf.for` body is pipelined when its `other` is zero (what
 `cp.async` fills in), its offsets and mask depend only on the induction variable
 and on values defined outside the loop, the loop stores nothing into its tensor,
-and either its only users are `dot`
-operands in that body (16-bit, or f32 going to tf32 tensor-core dots), or it is
-a 2-D tile of 8-, 16- or 32-bit elements that the loop reads in registers (a
-quantized weight decoded before its `dot`, a paged key block) and the loop holds
-a `dot` or asks for stages itself (then also a 1-D tile, a long row's chunk, in
-slots of one row). A loop made by `tile.range(..., num_stages=N)`
-carries `tile.num_stages = N`, which replaces the pass's option for that loop
-(and pipelines it even without a dot); elsewhere loops without a dot are left
-alone. A `tile.local_load` that ops other than dots read is read into
+and either
+- its only users are `dot` operands in that body (16-bit, or f32 going to tf32
+  tensor-core dots), or
+- it is a 2-D tile of 8-, 16- or 32-bit elements that the loop reads in registers
+  (a quantized weight decoded before its `dot`, a paged key block), in a loop that
+  holds a `dot` or asks for stages itself; in the latter without a dot, also a 1-D
+  tile (a long row's chunk), in slots of one row.
+A loop made by `tile.range(..., num_stages=N)` carries `tile.num_stages = N`,
+which replaces the pass's option for that loop; elsewhere loops without a dot are
+left alone. A `tile.local_load` that ops other than dots read is read into
 registers, in its layout, right where it stands (`ld.shared`). For S stages (>= 2):
 
     # prologue: iterations 0 .. S-2 are started before the loop
