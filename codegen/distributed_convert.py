@@ -98,6 +98,13 @@ def stage(self, value, tile: SharedTile, chunk=None):
         store_run(tile.buf, vals, r, w, at, tile.elem)
 
 
+def unstage(self, out: list, dist, tile: SharedTile, chunk=None):
+    """The inverse of `stage`: a 2-D tile's registers in layout `dist` (with `chunk`, that
+    chunk's) read from the shared tile into `out`, with vector loads along rows where possible."""
+    for r, w, at in _accesses(self, dist, tile, chunk):
+        out[r : r + w] = load_run(tile.buf, w, at, tile.elem)
+
+
 def op_tile_local_load(self, op):
     """A ring slot (`tile-pipeline`). Where only dots read it: no code, the slot itself, which
     `dot` reads with `ldmatrix` or wgmma descriptors. Where other ops read it (a quantized
@@ -112,8 +119,7 @@ def op_tile_local_load(self, op):
         raise TileError("internal: a transposed ring slot read into registers")
     dist = self.dist(op.results[0])
     out = [None] * dist.num_registers
-    for r, w, at in _accesses(self, dist, tile):
-        out[r : r + w] = load_run(tile.buf, w, at, tile.elem)
+    unstage(self, out, dist, tile)
     self.map[op.results[0]] = from_elements(out, tile.elem)
 
 
@@ -189,8 +195,7 @@ def _through_shared(self, op):
         gpu.barrier()
         stage(self, src, tile, (chunks, c))
         gpu.barrier()
-        for r, w, at in _accesses(self, dst_dist, tile, (chunks, c)):
-            out[r : r + w] = load_run(tile.buf, w, at, t.element_type)
+        unstage(self, out, dst_dist, tile, (chunks, c))
     return from_elements(out, t.element_type)
 
 

@@ -201,14 +201,16 @@ class TilePipeline:
             if "tile.num_stages" in loop.attributes:
                 self.pipeline(loop, ir.IntegerAttr(loop.attributes["tile.num_stages"]).value, True)
             elif self.num_stages >= 2:
-                self.pipeline(loop, self.num_stages, any(op.name == "tile.dot" for op in all_ops(loop)))
+                self.pipeline(loop, self.num_stages, False)
 
-    def candidates(self, loop, body, iv, registers: bool) -> list:
-        """The loads to pipeline and the ops of their offsets and masks; `registers`: also
-        those the loop reads in registers."""
+    def candidates(self, loop, body, iv, explicit: bool) -> list:
+        """The loads to pipeline and the ops of their offsets and masks; loads the loop reads
+        in registers too where it holds a dot or asks for stages itself (`explicit`), and
+        only those of a loop without a dot that asks."""
         found = []
         stored = [op.operands[0] for op in all_ops(loop) if op.name == "tile.store"]
         dots = any(op.name == "tile.dot" for op in all_ops(loop))
+        registers = dots or explicit
         for op in body.operations:
             op = op.operation
             if op.name != "tile.load" or not isinstance(op.results[0].type, ir.RankedTensorType):
@@ -236,10 +238,11 @@ class TilePipeline:
                 found.append((op, ops))
         return found
 
-    def pipeline(self, loop, S: int, registers: bool):
+    def pipeline(self, loop, S: int, explicit: bool):
+        """`explicit`: S is the loop's own (`tile.num_stages`)."""
         body = loop.regions[0].blocks[0]
         iv = body.arguments[0]
-        found = self.candidates(loop, body, iv, registers) if S >= 2 else []
+        found = self.candidates(loop, body, iv, explicit) if S >= 2 else []
         if not found:
             return
         async_dots = self.async_dots(loop, body, found) if S >= 3 else []

@@ -111,15 +111,15 @@ def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip, outer=None, a
     body = found[0][0].parent.regions[0].blocks[0]
     mapping = {**(outer or {}), body.arguments[0]: it}
 
-    def live():
+    def liveness():
         ok = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
         return ok if also is None else arith.andi(ok, also)
 
     cloned = start_slice(found, blocks)
     clone_slice(cloned, mapping, ip)
-    guard_scalar_loads(cloned, mapping, live)
+    guard_scalar_loads(cloned, mapping, liveness)
     with ip:
-        live = live()
+        live = liveness()
         for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
             t, shape = ir.RankedTensorType(load.results[0].type), slot_shape(load, b)
             row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))
