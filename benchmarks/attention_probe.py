@@ -1,8 +1,9 @@
 """A probe: examples/flash_attention.py's forward kernel at B=4, H=32, N=4096, D=128, bf16
 (the shape of ../shared/notes/toolchain.md, where torch's SDPA ran at 587 TFLOP/s, 524
 causal) against torch's scaled_dot_product_attention, at a few tile configs, in
-interleaved launches; every output checked against torch first. Not a harness group yet:
-attention has no bar in the issues, this measures where it stands.
+interleaved launches, and against a Triton kernel of the fused-attention tutorial's algorithm
+(`triton_attention.py`) at the same configs; every output checked against torch first. Not
+a harness group yet: attention has no bar in the issues, this measures where it stands.
 
     python3 benchmarks/attention_probe.py --compile-only    # CPU machine, TILE_TARGET=sm_90a
     python3 benchmarks/attention_probe.py                   # the H200
@@ -54,6 +55,11 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 (a config that does not compile is reported, not fatal)
                     print(f"{name}: {type(e).__name__}: {str(e)[:200]}")
             continue
+        import triton_attention
+
+        for bm, bn, w, s in CONFIGS:
+            fns[f"triton {bm}x{bn}/{w}w/{s}s"] = (
+                lambda q, k, v, c=(bm, bn, w, s): triton_attention.attention(q, k, v, causal, *c))
         fns["torch sdpa"] = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         want = fns["torch sdpa"](q, k, v)
         good = {}
@@ -65,11 +71,16 @@ def main() -> None:
                 print(f"causal={causal} {name}: {type(e).__name__}: {str(e)[:200]}", flush=True)
         steps = interleaved_launches(good, (q, k, v), launches=50)
         flops = 4 * SHAPE[0] * SHAPE[1] * SHAPE[2] * SHAPE[2] * SHAPE[3] / (2 if causal else 1)
+        ms = {name: statistics.median(t[name] for t in steps) for name in good}
+        best_triton = min((n for n in good if n.startswith("triton")), key=ms.get, default=None)
         for name in good:
-            ms = statistics.median(t[name] for t in steps)
             r = ratio_summary(steps, "torch sdpa", name)
-            print(f"causal={causal} {name}: {ms:.3f} ms, {flops / ms / 1e9:.0f} TFLOP/s, vs sdpa {r['median']:.3f}x "
-                  f"({r['low']:.3f}-{r['high']:.3f})", flush=True)
+            line = (f"causal={causal} {name}: {ms[name]:.3f} ms, {flops / ms[name] / 1e9:.0f} TFLOP/s, "
+                    f"vs sdpa {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})")
+            if best_triton and name.startswith("tile"):
+                t = ratio_summary(steps, best_triton, name)
+                line += f", vs Triton's best ({best_triton}) {t['median']:.3f}x ({t['low']:.3f}-{t['high']:.3f})"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ shapes of LLM decoding and prefill; every output checked against torch first.
 
 - paged attention decode (examples/paged_attention.py), B=32 sequences of 4096 tokens,
   H=32, D=128, bf16 caches in 16-token pages scattered at random: GB/s of the caches
-  read, against a 1 GiB copy measured in the same run;
+  read, against a 1 GiB copy measured in the same run, and against the same algorithm
+  in Triton (`triton_attention.py`), in interleaved launches;
 - weight-only FP8 and INT4 matmuls (examples/fp8_matmul.py, int4_matmul.py), N = K =
   8192, at M = 16 (decode: the weights' bytes dominate) and M = 4096 (prefill), against
   torch.matmul on the dequantized bf16 weights, in interleaved launches.
@@ -37,7 +38,8 @@ CONFIGS = {
     4096: [(64, 64, 64, 4, 1), (64, 64, 64, 4, 3), (128, 128, 64, 8, 1), (128, 128, 64, 8, 2), (128, 128, 64, 8, 3),
            (128, 256, 64, 8, 3)],
 }
-PAGED_STAGES = (1, 2, 3, 4)  # the page loop's pipelining depth
+# (the page loop's pipelining depth, programs per (sequence, head)), tile and Triton alike
+PAGED_CONFIGS = ((2, 1), (2, 2), (2, 4), (2, 8), (2, 16), (1, 4), (3, 4))
 
 
 def paged_case(dev):
@@ -82,8 +84,8 @@ def main() -> None:
     dev = probe_device()
     pa, pargs, pbytes = paged_case(dev)
     if dev == "meta":
-        for stages in PAGED_STAGES:
-            pa.paged_attention(*pargs, stages)
+        for stages, splits in PAGED_CONFIGS:
+            pa.paged_attention(*pargs, stages, splits)
         for m, config in _configs():
             for name, (run, _, _, _) in quantized_cases(dev, m, config).items():
                 try:
@@ -91,18 +93,26 @@ def main() -> None:
                 except Exception as e:  # (a config that does not compile is reported, the rest still built)
                     print(f"{name} M={m} {config}: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
         return
-    from timing import copy_ceiling_gbs, time_ms
+    from timing import copy_ceiling_gbs
 
     ceiling = copy_ceiling_gbs()
     print(f"copy ceiling: {ceiling:.0f} GB/s", flush=True)
     q, k_cache, v_cache, tables, lens = pargs  # (the reference loops in Python: two sequences of it)
     want = pa.reference(q[:2], k_cache, v_cache, tables[:2], lens[:2])
-    for stages in PAGED_STAGES:
-        torch.testing.assert_close(pa.paged_attention(*pargs, stages)[:2], want, rtol=2e-2, atol=2e-2)
-        ms, _ = time_ms(lambda: pa.paged_attention(*pargs, stages), torch.cuda.synchronize)
-        gbs = pbytes / (ms * 1e-3) / 1e9
-        print(f"paged attention {PAGED}, {stages} stages: {ms:.3f} ms, {gbs:.0f} GB/s of the caches, "
-              f"{gbs / ceiling:.0%} of copy", flush=True)
+    import triton_attention
+
+    print(f"the example's default splits here: {pa.default_splits(PAGED['B'] * PAGED['H'], tables.shape[1])}")
+    for stages, splits in PAGED_CONFIGS:
+        fns = {"tile": lambda: pa.paged_attention(*pargs, stages, splits),
+               "triton": lambda: triton_attention.paged_attention(*pargs, stages, splits)}
+        for fn in fns.values():
+            torch.testing.assert_close(fn()[:2], want, rtol=2e-2, atol=2e-2)
+        steps = interleaved_launches(fns, (), launches=100)
+        gbs = {name: pbytes / (statistics.median(t[name] for t in steps) * 1e-3) / 1e9 for name in fns}
+        r = ratio_summary(steps, "triton", "tile")
+        print(f"paged attention {PAGED}, {stages} stages, {splits} splits: tile {gbs['tile']:.0f} GB/s of the caches "
+              f"({gbs['tile'] / ceiling:.0%} of copy), Triton {gbs['triton']:.0f} ({gbs['triton'] / ceiling:.0%}); "
+              f"tile vs Triton {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
     for m, config in _configs():
         for name, (run, dense, a, wbytes) in quantized_cases(dev, m, config).items():
             want = (a.float() @ dense.float()).to(a.dtype)

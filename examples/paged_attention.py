@@ -3,12 +3,18 @@ sequence's keys and values, which live in fixed-size pages of a shared cache
 (vLLM's layout idea): `block_tables[b, i]` is the cache page holding the
 sequence's tokens i*PAGE .. i*PAGE + PAGE - 1, and `seq_lens[b]` its length.
 
-One program per (sequence, head) walks the pages its table lists (a scalar load
-per page: the pointer chasing of paged attention), reads each page's keys and
-values as PAGE x D tiles through the cache's strides, and keeps an online
-softmax (running maximum and sum, the accumulator rescaled as the maximum
-grows). With one query the scores are a matrix-vector product: elementwise
-products summed along D, no tensor cores.
+A program per (sequence, head, split) walks its share of the pages the table
+lists (a scalar load per page: the pointer chasing of paged attention), reads
+each page's keys and values as PAGE x D tiles through the cache's strides, and
+keeps an online softmax (running maximum and sum, the accumulator rescaled as
+the maximum grows). With one query the scores are a matrix-vector product:
+elementwise products summed along D, no tensor cores.
+
+Decoding has few (sequence, head) pairs and long sequences, so one program each
+leaves the GPU's memory system idle; splitting each sequence's pages among
+SPLITS programs (flash-decoding) multiplies the loads in flight. Each split then
+writes its maximum, sum and unnormalized output, and a second kernel combines
+the splits, rescaling each by exp(its maximum - the overall maximum).
 """
 
 import math
@@ -19,10 +25,11 @@ import tile
 
 
 @tile.kernel
-def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, scale, H,
+def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml, scale, H, per_split,
                            s_qb, s_qh, s_qd, s_cn, s_cp, s_ch, s_cd, s_tb, s_ob, s_oh, s_od,
-                           PAGE: tile.constexpr, D: tile.constexpr, STAGES: tile.constexpr):
+                           PAGE: tile.constexpr, D: tile.constexpr, STAGES: tile.constexpr, SPLITS: tile.constexpr):
     bh = tile.program_id(0)
+    split = tile.program_id(1)
     b, h = bh // H, bh % H
     rd = tile.arange(0, D)
     rp = tile.arange(0, PAGE)
@@ -31,8 +38,10 @@ def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, sca
     m = tile.full((), float("-inf"), tile.float32)  # run-time scalars: the loop updates them
     l_sum = tile.zeros((), tile.float32)
     acc = tile.zeros((D,), tile.float32)
+    first = split * per_split
+    last = tile.minimum(first + per_split, tile.cdiv(seq_len, PAGE))
     # The pages' loads run STAGES - 1 pages ahead, through shared-memory rings.
-    for i in tile.range(0, tile.cdiv(seq_len, PAGE), num_stages=STAGES):
+    for i in tile.range(first, last, num_stages=STAGES):
         page = tile.load(block_tables + b * s_tb + i)
         valid = i * PAGE + rp < seq_len
         at = page * s_cn + rp[:, None] * s_cp + h * s_ch + rd[None, :] * s_cd
@@ -45,20 +54,56 @@ def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, sca
         vp = tile.load(v_cache + at, mask=valid[:, None], other=0.0).to(tile.float32)
         acc = acc * alpha + tile.sum(p[:, None] * vp, axis=0)
         m = m_new
-    tile.store(out + b * s_ob + h * s_oh + rd * s_od, acc / l_sum)
+    if SPLITS == 1:
+        tile.store(out + b * s_ob + h * s_oh + rd * s_od, acc / l_sum)
+    else:  # a split past the sequence's end leaves m = -inf, l = 0: it weighs nothing in the combine
+        at = bh * SPLITS + split
+        tile.store(part_acc + at * D + rd, acc)
+        tile.store(part_ml + at * 2, m)
+        tile.store(part_ml + at * 2 + 1, l_sum)
+
+
+@tile.kernel
+def combine_splits_kernel(part_acc, part_ml, out, H, s_ob, s_oh, s_od, D: tile.constexpr, SPLITS: tile.constexpr):
+    bh = tile.program_id(0)
+    rs = tile.arange(0, SPLITS)
+    rd = tile.arange(0, D)
+    at = bh * SPLITS + rs
+    m = tile.load(part_ml + at * 2)
+    weight = tile.exp(m - tile.max(m, axis=0))
+    l_sum = tile.sum(weight * tile.load(part_ml + at * 2 + 1), axis=0)
+    acc = tile.sum(weight[:, None] * tile.load(part_acc + at[:, None] * D + rd[None, :]), axis=0)
+    tile.store(out + bh // H * s_ob + bh % H * s_oh + rd * s_od, acc / l_sum)
+
+
+def default_splits(programs: int, pages: int) -> int:
+    """Splits enough for about 4096 programs (a few dozen an SM), each of at least 16 pages."""
+    splits = 1
+    while splits < 16 and programs * splits < 4096 and pages >= 32 * splits:
+        splits *= 2
+    return splits
 
 
 def paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
-                    seq_lens: torch.Tensor, stages: int = 2) -> torch.Tensor:
+                    seq_lens: torch.Tensor, stages: int = 2, splits: int | None = None) -> torch.Tensor:
     """q (B, H, D); caches (pages, PAGE, H, D), both with the same strides; block_tables (B, max pages)
-    and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the page loop's pipelining depth."""
+    and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the page loop's pipelining depth;
+    `splits` (a power of two): programs per (sequence, head), each over a share of the pages."""
     B, H, D = q.shape
     PAGE = k_cache.shape[1]
     assert k_cache.stride() == v_cache.stride(), "the key and value caches must share their layout"
+    max_pages = block_tables.shape[1]
+    splits = default_splits(B * H, max_pages) if splits is None else splits
+    assert splits > 0 and splits & (splits - 1) == 0, f"splits must be a power of two, got {splits}"
     out = torch.empty_like(q)
-    paged_attention_kernel[(B * H,)](q, k_cache, v_cache, block_tables, seq_lens, out, 1.0 / math.sqrt(D), H,
-                                     *q.stride(), *k_cache.stride(), block_tables.stride(0), *out.stride(),
-                                     PAGE=PAGE, D=D, STAGES=stages)
+    part_acc = torch.empty(B * H * splits * D if splits > 1 else 1, dtype=torch.float32, device=q.device)
+    part_ml = torch.empty(B * H * splits * 2 if splits > 1 else 1, dtype=torch.float32, device=q.device)
+    paged_attention_kernel[(B * H, splits)](q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml,
+                                            1.0 / math.sqrt(D), H, -(-max_pages // splits),
+                                            *q.stride(), *k_cache.stride(), block_tables.stride(0), *out.stride(),
+                                            PAGE=PAGE, D=D, STAGES=stages, SPLITS=splits)
+    if splits > 1:
+        combine_splits_kernel[(B * H,)](part_acc, part_ml, out, H, *out.stride(), D=D, SPLITS=splits)
     return out
 
 
@@ -79,13 +124,14 @@ def main(device: str = "cpu") -> None:
     B, H, D, PAGE, pages = 3, 4, 64, 16, 40
     seq_lens = torch.tensor([1, 77, 130], dtype=torch.int32, device=device)  # a page and a bit, ragged tails
     block_tables = torch.randperm(pages, device=device)[: B * 12].view(B, 12).to(torch.int32)  # scattered pages
-    for dtype, stages in ((torch.float16, 1), (torch.bfloat16, 3)):  # (3: two pages ahead, on a GPU)
+    # (3 stages: two pages ahead, on a GPU; 4 splits of 3 pages: the first sequence's last three splits are empty)
+    for dtype, stages, splits in ((torch.float16, 1, 1), (torch.bfloat16, 3, 1), (torch.float16, 2, 4)):
         q = torch.randn(B, H, D, device=device, dtype=dtype)
         k_cache, v_cache = (torch.randn(pages, PAGE, H, D, device=device, dtype=dtype) for _ in range(2))
-        got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages)
+        got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages, splits)
         torch.testing.assert_close(got, reference(q, k_cache, v_cache, block_tables, seq_lens), rtol=2e-2, atol=2e-2)
-    print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, f16, and bf16 "
-          f"with the page loop in 3 stages, on {device} match torch")
+    print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, f16, bf16 "
+          f"with the page loop in 3 stages, and f16 in 4 splits, on {device} match torch")
 
 
 if __name__ == "__main__":
