@@ -143,8 +143,8 @@ def paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages: int, sp
     PAGE = k_cache.shape[1]
     assert q.stride(2) == k_cache.stride(3) == 1 and k_cache.stride() == v_cache.stride()
     out = torch.empty_like(q)
-    part_acc = torch.empty(max(B * H * splits * D, 1), dtype=torch.float32, device=q.device)
-    part_ml = torch.empty(max(B * H * splits * 2, 1), dtype=torch.float32, device=q.device)
+    part_acc = torch.empty(B * H * splits * D if splits > 1 else 1, dtype=torch.float32, device=q.device)
+    part_ml = torch.empty(B * H * splits * 2 if splits > 1 else 1, dtype=torch.float32, device=q.device)
     per_split = -(-block_tables.shape[1] // splits)
     paged_attention_kernel[(B * H, splits)](
         q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml, 1.0 / math.sqrt(D), H, per_split,
