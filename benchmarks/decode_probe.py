@@ -38,8 +38,11 @@ CONFIGS = {
     4096: [(64, 64, 64, 4, 1), (64, 64, 64, 4, 3), (128, 128, 64, 8, 1), (128, 128, 64, 8, 2), (128, 128, 64, 8, 3),
            (128, 256, 64, 8, 3)],
 }
-# (the page loop's pipelining depth, programs per (sequence, head)), tile and Triton alike
-PAGED_CONFIGS = ((2, 1), (2, 2), (2, 4), (2, 8), (2, 16), (1, 4), (3, 4))
+# (tokens a step, num_warps, the token loop's pipelining depth, programs per (sequence, head)), tile and
+# Triton alike
+PAGED_CONFIGS = ((16, 4, 2, 1), (16, 4, 1, 4), (32, 4, 1, 4), (64, 4, 1, 1), (64, 4, 1, 2), (64, 4, 1, 4),
+                 (64, 4, 2, 4), (64, 8, 1, 1), (64, 8, 1, 4), (64, 8, 2, 4), (128, 8, 1, 1), (128, 8, 1, 2),
+                 (128, 8, 1, 4), (128, 16, 1, 4), (256, 16, 1, 1), (256, 16, 1, 2))
 
 
 def paged_case(dev):
@@ -84,8 +87,8 @@ def main() -> None:
     dev = probe_device()
     pa, pargs, pbytes = paged_case(dev)
     if dev == "meta":
-        for stages, splits in PAGED_CONFIGS:
-            pa.paged_attention(*pargs, stages, splits)
+        for block_n, warps, stages, splits in PAGED_CONFIGS:
+            pa.paged_attention(*pargs, stages, splits, block_n, warps)
         for m, config in _configs():
             for name, (run, _, _, _) in quantized_cases(dev, m, config).items():
                 try:
@@ -101,16 +104,17 @@ def main() -> None:
     want = pa.reference(q[:2], k_cache, v_cache, tables[:2], lens[:2])
     import triton_attention
 
-    print(f"the example's default splits here: {pa.default_splits(PAGED['B'] * PAGED['H'], tables.shape[1])}")
-    for stages, splits in PAGED_CONFIGS:
-        fns = {"tile": lambda: pa.paged_attention(*pargs, stages, splits),
-               "triton": lambda: triton_attention.paged_attention(*pargs, stages, splits)}
+    steps = tables.shape[1] * PAGED["PAGE"] // pa.BLOCK_N
+    print(f"the example's default here: {pa.BLOCK_N} tokens a step, {pa.default_splits(PAGED['B'] * PAGED['H'], steps)} splits")
+    for block_n, warps, stages, splits in PAGED_CONFIGS:
+        fns = {"tile": lambda: pa.paged_attention(*pargs, stages, splits, block_n, warps),
+               "triton": lambda: triton_attention.paged_attention(*pargs, stages, splits, block_n, warps)}
         for fn in fns.values():
             torch.testing.assert_close(fn()[:2], want, rtol=2e-2, atol=2e-2)
         steps = interleaved_launches(fns, (), launches=100)
         gbs = {name: pbytes / (statistics.median(t[name] for t in steps) * 1e-3) / 1e9 for name in fns}
         r = ratio_summary(steps, "triton", "tile")
-        print(f"paged attention {PAGED}, {stages} stages, {splits} splits: tile {gbs['tile']:.0f} GB/s of the caches "
+        print(f"paged attention {PAGED}, {block_n} tokens a step, {warps} warps, {stages} stages, {splits} splits: tile {gbs['tile']:.0f} GB/s of the caches "
               f"({gbs['tile'] / ceiling:.0%} of copy), Triton {gbs['triton']:.0f} ({gbs['triton'] / ceiling:.0%}); "
               f"tile vs Triton {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
     for m, config in _configs():

@@ -89,31 +89,33 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, b
 @triton.jit
 def paged_attention_kernel(q_ptr, k_ptr, v_ptr, tables, lens, o_ptr, part_acc, part_ml, scale, H, per_split,
                            s_qb, s_qh, s_cn, s_cp, s_ch, s_tb, s_ob, s_oh,
-                           PAGE: tl.constexpr, D: tl.constexpr, STAGES: tl.constexpr, SPLITS: tl.constexpr):
+                           PAGE: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
+                           SPLITS: tl.constexpr):
     bh = tl.program_id(0)
     split = tl.program_id(1)
     b = bh // H
     h = bh % H
     rd = tl.arange(0, D)
-    rp = tl.arange(0, PAGE)
+    rn = tl.arange(0, BLOCK_N)
     q = tl.load(q_ptr + b * s_qb + h * s_qh + rd).to(tl.float32)
     seq_len = tl.load(lens + b)
     m = tl.full((), float("-inf"), tl.float32)
     l_sum = tl.zeros((), tl.float32)
     acc = tl.zeros((D,), tl.float32)
     first = split * per_split
-    last = tl.minimum(first + per_split, tl.cdiv(seq_len, PAGE))
+    last = tl.minimum(first + per_split, tl.cdiv(seq_len, BLOCK_N))
     for i in tl.range(first, last, num_stages=STAGES):
-        page = tl.load(tables + b * s_tb + i)
-        valid = i * PAGE + rp < seq_len
-        at = page * s_cn + rp[:, None] * s_cp + h * s_ch + rd[None, :]
+        t = i * BLOCK_N + rn
+        valid = t < seq_len
+        page = tl.load(tables + b * s_tb + t // PAGE, mask=valid, other=0)
+        at = page[:, None] * s_cn + (t % PAGE)[:, None] * s_cp + h * s_ch + rd[None, :]
         k = tl.load(k_ptr + at, mask=valid[:, None], other=0.0).to(tl.float32)
+        v = tl.load(v_ptr + at, mask=valid[:, None], other=0.0).to(tl.float32)
         s = tl.where(valid, tl.sum(k * q[None, :], axis=1) * scale, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))
         p = tl.exp(s - m_new)
         alpha = tl.exp(m - m_new)
         l_sum = l_sum * alpha + tl.sum(p, axis=0)
-        v = tl.load(v_ptr + at, mask=valid[:, None], other=0.0).to(tl.float32)
         acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
         m = m_new
     if SPLITS == 1:
@@ -137,19 +139,22 @@ def combine_splits_kernel(part_acc, part_ml, o_ptr, H, s_ob, s_oh, D: tl.constex
     tl.store(o_ptr + bh // H * s_ob + bh % H * s_oh + rd, (acc / l_sum).to(o_ptr.dtype.element_ty))
 
 
-def paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages: int, splits: int, num_warps: int = 4):
+def paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages: int, splits: int, block_n: int,
+                    num_warps: int = 4):
     """examples/paged_attention.py's calling convention; the last dimension of q and the caches contiguous."""
     B, H, D = q.shape
     PAGE = k_cache.shape[1]
     assert q.stride(2) == k_cache.stride(3) == 1 and k_cache.stride() == v_cache.stride()
+    assert block_n % PAGE == 0
     out = torch.empty_like(q)
     part_acc = torch.empty(B * H * splits * D if splits > 1 else 1, dtype=torch.float32, device=q.device)
     part_ml = torch.empty(B * H * splits * 2 if splits > 1 else 1, dtype=torch.float32, device=q.device)
-    per_split = -(-block_tables.shape[1] // splits)
+    steps = -(-block_tables.shape[1] * PAGE // block_n)
     paged_attention_kernel[(B * H, splits)](
-        q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml, 1.0 / math.sqrt(D), H, per_split,
+        q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml, 1.0 / math.sqrt(D), H, -(-steps // splits),
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), block_tables.stride(0),
-        out.stride(0), out.stride(1), PAGE=PAGE, D=D, STAGES=stages, SPLITS=splits, num_warps=num_warps)
+        out.stride(0), out.stride(1), PAGE=PAGE, D=D, BLOCK_N=block_n, STAGES=stages, SPLITS=splits,
+        num_warps=num_warps)
     if splits > 1:
         combine_splits_kernel[(B * H,)](part_acc, part_ml, out, H, out.stride(0), out.stride(1), D=D, SPLITS=splits)
     return out

@@ -27,31 +27,35 @@ import tile
 @tile.kernel
 def paged_attention_kernel(q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml, scale, H, per_split,
                            s_qb, s_qh, s_qd, s_cn, s_cp, s_ch, s_cd, s_tb, s_ob, s_oh, s_od,
-                           PAGE: tile.constexpr, D: tile.constexpr, STAGES: tile.constexpr, SPLITS: tile.constexpr):
+                           PAGE: tile.constexpr, D: tile.constexpr, BLOCK_N: tile.constexpr, STAGES: tile.constexpr,
+                           SPLITS: tile.constexpr):
     bh = tile.program_id(0)
     split = tile.program_id(1)
     b, h = bh // H, bh % H
     rd = tile.arange(0, D)
-    rp = tile.arange(0, PAGE)
+    rn = tile.arange(0, BLOCK_N)
     qv = tile.load(q + b * s_qb + h * s_qh + rd * s_qd).to(tile.float32)
     seq_len = tile.load(seq_lens + b)
     m = tile.full((), float("-inf"), tile.float32)  # run-time scalars: the loop updates them
     l_sum = tile.zeros((), tile.float32)
     acc = tile.zeros((D,), tile.float32)
     first = split * per_split
-    last = tile.minimum(first + per_split, tile.cdiv(seq_len, PAGE))
-    # The pages' loads run STAGES - 1 pages ahead, through shared-memory rings.
+    last = tile.minimum(first + per_split, tile.cdiv(seq_len, BLOCK_N))
+    # Each step reads BLOCK_N tokens (BLOCK_N / PAGE pages: a table entry per token, the
+    # same address PAGE times over, from the cache); STAGES - 1 steps ahead, through rings.
     for i in tile.range(first, last, num_stages=STAGES):
-        page = tile.load(block_tables + b * s_tb + i)
-        valid = i * PAGE + rp < seq_len
-        at = page * s_cn + rp[:, None] * s_cp + h * s_ch + rd[None, :] * s_cd
+        t = i * BLOCK_N + rn
+        valid = t < seq_len
+        page = tile.load(block_tables + b * s_tb + t // PAGE, mask=valid, other=0)
+        at = page[:, None] * s_cn + (t % PAGE)[:, None] * s_cp + h * s_ch + rd[None, :] * s_cd
+        # both loads before the reductions: a step's keys and values in flight together
         kp = tile.load(k_cache + at, mask=valid[:, None], other=0.0).to(tile.float32)
+        vp = tile.load(v_cache + at, mask=valid[:, None], other=0.0).to(tile.float32)
         s = tile.where(valid, tile.sum(kp * qv[None, :], axis=1) * scale, float("-inf"))
         m_new = tile.maximum(m, tile.max(s, axis=0))
         p = tile.exp(s - m_new)
         alpha = tile.exp(m - m_new)
         l_sum = l_sum * alpha + tile.sum(p, axis=0)
-        vp = tile.load(v_cache + at, mask=valid[:, None], other=0.0).to(tile.float32)
         acc = acc * alpha + tile.sum(p[:, None] * vp, axis=0)
         m = m_new
     if SPLITS == 1:
@@ -76,32 +80,40 @@ def combine_splits_kernel(part_acc, part_ml, out, H, s_ob, s_oh, s_od, D: tile.c
     tile.store(out + bh // H * s_ob + bh % H * s_oh + rd * s_od, acc / l_sum)
 
 
-def default_splits(programs: int, pages: int) -> int:
-    """Splits enough for about 4096 programs (a few dozen an SM), each of at least 16 pages."""
+BLOCK_N = 64  # tokens a step, by default
+
+
+def default_splits(programs: int, steps: int) -> int:
+    """Splits enough for about 4096 programs (a few dozen an SM), each of at least 16 steps."""
     splits = 1
-    while splits < 16 and programs * splits < 4096 and pages >= 32 * splits:
+    while splits < 16 and programs * splits < 4096 and steps >= 32 * splits:
         splits *= 2
     return splits
 
 
 def paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
-                    seq_lens: torch.Tensor, stages: int = 2, splits: int | None = None) -> torch.Tensor:
+                    seq_lens: torch.Tensor, stages: int = 1, splits: int | None = None, block_n: int | None = None,
+                    num_warps: int = 4) -> torch.Tensor:
     """q (B, H, D); caches (pages, PAGE, H, D), both with the same strides; block_tables (B, max pages)
-    and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the page loop's pipelining depth;
-    `splits` (a power of two): programs per (sequence, head), each over a share of the pages."""
+    and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the token loop's pipelining depth;
+    `splits` (a power of two): programs per (sequence, head), each over a share of the tokens; `block_n`
+    (a power of two, a multiple of the page): tokens a step, BLOCK_N by default."""
     B, H, D = q.shape
     PAGE = k_cache.shape[1]
     assert k_cache.stride() == v_cache.stride(), "the key and value caches must share their layout"
-    max_pages = block_tables.shape[1]
-    splits = default_splits(B * H, max_pages) if splits is None else splits
+    block_n = max(BLOCK_N, PAGE) if block_n is None else block_n
+    assert block_n % PAGE == 0, f"block_n ({block_n}) must be a multiple of the page ({PAGE} tokens)"
+    steps = -(-block_tables.shape[1] * PAGE // block_n)
+    splits = default_splits(B * H, steps) if splits is None else splits
     assert splits > 0 and splits & (splits - 1) == 0, f"splits must be a power of two, got {splits}"
     out = torch.empty_like(q)
     part_acc = torch.empty(B * H * splits * D if splits > 1 else 1, dtype=torch.float32, device=q.device)
     part_ml = torch.empty(B * H * splits * 2 if splits > 1 else 1, dtype=torch.float32, device=q.device)
     paged_attention_kernel[(B * H, splits)](q, k_cache, v_cache, block_tables, seq_lens, out, part_acc, part_ml,
-                                            1.0 / math.sqrt(D), H, -(-max_pages // splits),
+                                            1.0 / math.sqrt(D), H, -(-steps // splits),
                                             *q.stride(), *k_cache.stride(), block_tables.stride(0), *out.stride(),
-                                            PAGE=PAGE, D=D, STAGES=stages, SPLITS=splits)
+                                            PAGE=PAGE, D=D, BLOCK_N=block_n, STAGES=stages, SPLITS=splits,
+                                            num_warps=num_warps)
     if splits > 1:
         combine_splits_kernel[(B * H,)](part_acc, part_ml, out, H, *out.stride(), D=D, SPLITS=splits)
     return out
@@ -124,14 +136,16 @@ def main(device: str = "cpu") -> None:
     B, H, D, PAGE, pages = 3, 4, 64, 16, 40
     seq_lens = torch.tensor([1, 77, 130], dtype=torch.int32, device=device)  # a page and a bit, ragged tails
     block_tables = torch.randperm(pages, device=device)[: B * 12].view(B, 12).to(torch.int32)  # scattered pages
-    # (3 stages: two pages ahead, on a GPU; 4 splits of 3 pages: the first sequence's last three splits are empty)
-    for dtype, stages, splits in ((torch.float16, 1, 1), (torch.bfloat16, 3, 1), (torch.float16, 2, 4)):
+    # a page a step in 3 stages (two pages ahead, on a GPU); two pages a step in 4 splits of two steps (the
+    # first sequence's last three splits are empty); four pages a step, the default, whose last step is ragged
+    for dtype, stages, splits, block_n in ((torch.bfloat16, 3, 1, 16), (torch.float16, 2, 4, 32),
+                                           (torch.float16, 1, 1, None)):
         q = torch.randn(B, H, D, device=device, dtype=dtype)
         k_cache, v_cache = (torch.randn(pages, PAGE, H, D, device=device, dtype=dtype) for _ in range(2))
-        got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages, splits)
+        got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages, splits, block_n)
         torch.testing.assert_close(got, reference(q, k_cache, v_cache, block_tables, seq_lens), rtol=2e-2, atol=2e-2)
-    print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, f16, bf16 "
-          f"with the page loop in 3 stages, and f16 in 4 splits, on {device} match torch")
+    print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, bf16 a page a step "
+          f"in 3 stages, f16 two pages a step in 4 splits, f16 four pages a step, on {device} match torch")
 
 
 if __name__ == "__main__":
