@@ -11,6 +11,7 @@ shapes of LLM decoding and prefill; every output checked against torch first.
 
     python3 benchmarks/decode_probe.py --compile-only    # CPU machine, TILE_TARGET=sm_90a
     python3 benchmarks/decode_probe.py                   # the H200
+    python3 benchmarks/decode_probe.py --paged-only      # the paged attention alone
 """
 
 from __future__ import annotations
@@ -85,11 +86,12 @@ def _configs():
 
 def main() -> None:
     dev = probe_device()
+    paged_only = "--paged-only" in sys.argv  # (the quantized matmuls left out)
     pa, pargs, pbytes = paged_case(dev)
     if dev == "meta":
         for block_n, warps, stages, splits in PAGED_CONFIGS:
             pa.paged_attention(*pargs, stages, splits, block_n, warps)
-        for m, config in _configs():
+        for m, config in [] if paged_only else _configs():
             for name, (run, _, _, _) in quantized_cases(dev, m, config).items():
                 try:
                     run()
@@ -117,7 +119,7 @@ def main() -> None:
         print(f"paged attention {PAGED}, {block_n} tokens a step, {warps} warps, {stages} stages, {splits} splits: tile {gbs['tile']:.0f} GB/s of the caches "
               f"({gbs['tile'] / ceiling:.0%} of copy), Triton {gbs['triton']:.0f} ({gbs['triton'] / ceiling:.0%}); "
               f"tile vs Triton {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
-    for m, config in _configs():
+    for m, config in [] if paged_only else _configs():
         for name, (run, dense, a, wbytes) in quantized_cases(dev, m, config).items():
             want = (a.float() @ dense.float()).to(a.dtype)
             try:

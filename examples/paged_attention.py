@@ -3,15 +3,19 @@ sequence's keys and values, which live in fixed-size pages of a shared cache
 (vLLM's layout idea): `block_tables[b, i]` is the cache page holding the
 sequence's tokens i*PAGE .. i*PAGE + PAGE - 1, and `seq_lens[b]` its length.
 
-A program per (sequence, head, split) walks its share of the pages the table
-lists (a scalar load per page: the pointer chasing of paged attention), reads
-each page's keys and values as PAGE x D tiles through the cache's strides, and
-keeps an online softmax (running maximum and sum, the accumulator rescaled as
-the maximum grows). With one query the scores are a matrix-vector product:
-elementwise products summed along D, no tensor cores.
+A program per (sequence, head, split) walks its share of the sequence BLOCK_N
+tokens a step: it looks up each token's page in the table (the pointer chasing
+of paged attention; PAGE tokens share an entry), reads the step's keys and values
+as BLOCK_N x D tiles gathered through the cache's strides, both before any
+reduction so that they are in flight together, and keeps an online softmax
+(running maximum and sum, the accumulator rescaled as the maximum grows). With
+one query the scores are a matrix-vector product: elementwise products summed
+along D, no tensor cores. A step of several pages matters: a page a step (16
+tokens) reached 71% of the H100's copy rate, where 128 tokens reach all of it
+(benchmarks/results/README.md, 2026-12-05 12:21).
 
 Decoding has few (sequence, head) pairs and long sequences, so one program each
-leaves the GPU's memory system idle; splitting each sequence's pages among
+can leave the GPU's memory system idle; splitting each sequence's steps among
 SPLITS programs (flash-decoding) multiplies the loads in flight. Each split then
 writes its maximum, sum and unnormalized output, and a second kernel combines
 the splits, rescaling each by exp(its maximum - the overall maximum).
@@ -80,7 +84,7 @@ def combine_splits_kernel(part_acc, part_ml, out, H, s_ob, s_oh, s_od, D: tile.c
     tile.store(out + bh // H * s_ob + bh % H * s_oh + rd * s_od, acc / l_sum)
 
 
-BLOCK_N = 64  # tokens a step, by default
+BLOCK_N = 128  # tokens a step, by default: on 8 warps, the H100's copy rate (2026-12-05 12:21)
 
 
 def default_splits(programs: int, steps: int) -> int:
@@ -93,7 +97,7 @@ def default_splits(programs: int, steps: int) -> int:
 
 def paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
                     seq_lens: torch.Tensor, stages: int = 1, splits: int | None = None, block_n: int | None = None,
-                    num_warps: int = 4) -> torch.Tensor:
+                    num_warps: int = 8) -> torch.Tensor:
     """q (B, H, D); caches (pages, PAGE, H, D), both with the same strides; block_tables (B, max pages)
     and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the token loop's pipelining depth;
     `splits` (a power of two): programs per (sequence, head), each over a share of the tokens; `block_n`
@@ -137,7 +141,7 @@ def main(device: str = "cpu") -> None:
     seq_lens = torch.tensor([1, 77, 130], dtype=torch.int32, device=device)  # a page and a bit, ragged tails
     block_tables = torch.randperm(pages, device=device)[: B * 12].view(B, 12).to(torch.int32)  # scattered pages
     # a page a step in 3 stages (two pages ahead, on a GPU); two pages a step in 4 splits of two steps (the
-    # first sequence's last three splits are empty); four pages a step, the default, whose last step is ragged
+    # first sequence's last three splits are empty); the default step (128 tokens: every sequence's last ragged)
     for dtype, stages, splits, block_n in ((torch.bfloat16, 3, 1, 16), (torch.float16, 2, 4, 32),
                                            (torch.float16, 1, 1, None)):
         q = torch.randn(B, H, D, device=device, dtype=dtype)
@@ -145,7 +149,7 @@ def main(device: str = "cpu") -> None:
         got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages, splits, block_n)
         torch.testing.assert_close(got, reference(q, k_cache, v_cache, block_tables, seq_lens), rtol=2e-2, atol=2e-2)
     print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, bf16 a page a step "
-          f"in 3 stages, f16 two pages a step in 4 splits, f16 four pages a step, on {device} match torch")
+          f"in 3 stages, f16 two pages a step in 4 splits, f16 {BLOCK_N} tokens a step, on {device} match torch")
 
 
 if __name__ == "__main__":

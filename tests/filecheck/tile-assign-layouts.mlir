@@ -253,6 +253,54 @@ func.func @row_statistics(%x: !m2, %w: !v1, %off: tensor<16x256xi32>, %m: tensor
 
 // -----
 
+// Rows of 128 bf16 read back along themselves (paged attention's scores): the default
+// layout would spread a row over 16 lanes of 8 (16-byte vectors, 2 rows a warp), whose
+// rows a 1-D layout cannot name, so each broadcast back would go through shared memory.
+// The shape takes a row a warp instead, 4 a lane (8-byte vectors), and the rows' slice
+// holds each warp's rows in every lane. 64 f16 columns, which that would leave 4-byte
+// vectors, keep their 16-byte ones, and their rows a default 1-D layout (the reshape back
+// goes through shared memory).
+
+!b2 = memref<?x?xbf16, strided<[?, ?], offset: ?>>
+
+// CHECK-LABEL: func.func @rows_a_warp
+// W4: %[[X:.*]] = "tile.load"{{.*}} -> tensor<64x128xbf16, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>
+// W4: "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "sum"} : (tensor<64x128xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>) -> tensor<64xf32, #tile.blocked<[1], [1], [4], [0]>>
+// W8: "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "sum"} : (tensor<64x128xf32, #tile.blocked<[1, 4], [1, 32], [8, 1], [1, 0]>>) -> tensor<64xf32, #tile.blocked<[1], [1], [8], [0]>>
+// CHECK-NOT: tile.convert_layout
+func.func @rows_a_warp(%x: !b2, %off: tensor<64x128xi32>, %m: tensor<64x128xi1>) -> tensor<64x128xf32> {
+  %zero = arith.constant 0.0 : bf16
+  %z = "tile.splat"(%zero) : (bf16) -> tensor<64x128xbf16>
+  %v = "tile.load"(%x, %off, %m, %z) : (!b2, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xbf16>) -> tensor<64x128xbf16>
+  %f = arith.extf %v : tensor<64x128xbf16> to tensor<64x128xf32>
+  %s = "tile.reduce"(%f) {axis = 1 : i32, kind = "sum"} : (tensor<64x128xf32>) -> tensor<64xf32>
+  %s2 = "tile.reshape"(%s) : (tensor<64xf32>) -> tensor<64x1xf32>
+  %sb = "tile.broadcast"(%s2) : (tensor<64x1xf32>) -> tensor<64x128xf32>
+  %d = arith.mulf %f, %sb : tensor<64x128xf32>
+  return %d : tensor<64x128xf32>
+}
+
+// -----
+
+!h2 = memref<?x?xf16, strided<[?, ?], offset: ?>>
+
+// CHECK-LABEL: func.func @short_rows_keep_vectors
+// W4: "tile.load"{{.*}} -> tensor<64x64xf16, #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>>
+// W4: "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "sum"} : (tensor<64x64xf32, #tile.blocked<[1, 8], [4, 8], [4, 1], [1, 0]>>) -> tensor<64xf32, #tile.blocked<[1], [32], [4], [0]>>
+func.func @short_rows_keep_vectors(%x: !h2, %off: tensor<64x64xi32>, %m: tensor<64x64xi1>) -> tensor<64x64xf32> {
+  %zero = arith.constant 0.0 : f16
+  %z = "tile.splat"(%zero) : (f16) -> tensor<64x64xf16>
+  %v = "tile.load"(%x, %off, %m, %z) : (!h2, tensor<64x64xi32>, tensor<64x64xi1>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %f = arith.extf %v : tensor<64x64xf16> to tensor<64x64xf32>
+  %s = "tile.reduce"(%f) {axis = 1 : i32, kind = "sum"} : (tensor<64x64xf32>) -> tensor<64xf32>
+  %s2 = "tile.reshape"(%s) : (tensor<64xf32>) -> tensor<64x1xf32>
+  %sb = "tile.broadcast"(%s2) : (tensor<64x1xf32>) -> tensor<64x64xf32>
+  %d = arith.mulf %f, %sb : tensor<64x64xf32>
+  return %d : tensor<64x64xf32>
+}
+
+// -----
+
 // Running row statistics of a tensor-core tile (attention's row maximum) take
 // `#tile.rows<parent>` where the parent's warps hold whole rows (4 warps along M for
 // mma.sync, warpgroups along M for wgmma): each thread holds the rows it holds of the
