@@ -44,13 +44,18 @@ CONFIGS = {
 PAGED_CONFIGS = ((16, 4, 2, 1), (16, 4, 1, 4), (32, 4, 1, 4), (64, 4, 1, 1), (64, 4, 1, 2), (64, 4, 1, 4),
                  (64, 4, 2, 4), (64, 8, 1, 1), (64, 8, 1, 4), (64, 8, 2, 4), (128, 8, 1, 1), (128, 8, 1, 2),
                  (128, 8, 1, 4), (128, 16, 1, 4), (256, 16, 1, 1), (256, 16, 1, 2))
+# Other decode shapes (fewer or shorter sequences, fewer heads, D = 64): tile at the example's
+# defaults against Triton at the best of these configs (the main shape's best few)
+PAGED_SHAPES = (dict(B=8, H=32, D=128, PAGE=16, TOKENS=1024), dict(B=64, H=8, D=128, PAGE=16, TOKENS=8192),
+                dict(B=32, H=32, D=64, PAGE=16, TOKENS=4096), dict(B=4, H=32, D=128, PAGE=16, TOKENS=16384))
+TRITON_PAGED_BEST = ((64, 4, 2, 4), (64, 4, 1, 4), (32, 4, 1, 4), (64, 4, 2, 2), (128, 8, 1, 2))
 
 
-def paged_case(dev):
+def paged_case(dev, shape=PAGED):
     _examples()
     import paged_attention as pa
 
-    B, H, D, PAGE, T = (PAGED[k] for k in ("B", "H", "D", "PAGE", "TOKENS"))
+    B, H, D, PAGE, T = (shape[k] for k in ("B", "H", "D", "PAGE", "TOKENS"))
     pages = B * T // PAGE
     q = torch.randn(B, H, D, dtype=torch.bfloat16, device=dev)
     k_cache, v_cache = (torch.randn(pages, PAGE, H, D, dtype=torch.bfloat16, device=dev) for _ in range(2))
@@ -84,6 +89,29 @@ def _configs():
     return [(m, c) for m, configs in CONFIGS.items() for c in configs]
 
 
+def other_shape(pa, shape, dev, ceiling) -> None:
+    """The example at its defaults against Triton at each of TRITON_PAGED_BEST, interleaved."""
+    import triton_attention
+
+    _, args, nbytes = paged_case(dev, shape)
+    q, k_cache, v_cache, tables, lens = args
+    want = pa.reference(q[:2], k_cache, v_cache, tables[:2], lens[:2])
+    fns = {"tile": lambda: pa.paged_attention(*args)}
+    for block_n, warps, stages, splits in TRITON_PAGED_BEST:
+        fns[f"triton {block_n}/{warps}w/{stages}s/{splits}"] = (
+            lambda c=(stages, splits, block_n, warps): triton_attention.paged_attention(*args, *c))
+    for fn in fns.values():
+        torch.testing.assert_close(fn()[:2], want, rtol=2e-2, atol=2e-2)
+    steps = interleaved_launches(fns, (), launches=100)
+    ms = {name: statistics.median(t[name] for t in steps) for name in fns}
+    best = min((n for n in fns if n != "tile"), key=ms.get)
+    r = ratio_summary(steps, best, "tile")
+    print(f"paged attention {shape}: tile at its defaults {nbytes / ms['tile'] / 1e6:.0f} GB/s "
+          f"({nbytes / ms['tile'] / 1e6 / ceiling:.0%} of copy), Triton's best ({best}) "
+          f"{nbytes / ms[best] / 1e6:.0f} ({nbytes / ms[best] / 1e6 / ceiling:.0%}); tile vs Triton's best "
+          f"{r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
+
+
 def main() -> None:
     dev = probe_device()
     paged_only = "--paged-only" in sys.argv  # (the quantized matmuls left out)
@@ -91,6 +119,8 @@ def main() -> None:
     if dev == "meta":
         for block_n, warps, stages, splits in PAGED_CONFIGS:
             pa.paged_attention(*pargs, stages, splits, block_n, warps)
+        for shape in PAGED_SHAPES:
+            pa.paged_attention(*paged_case(dev, shape)[1])
         for m, config in [] if paged_only else _configs():
             for name, (run, _, _, _) in quantized_cases(dev, m, config).items():
                 try:
@@ -119,6 +149,8 @@ def main() -> None:
         print(f"paged attention {PAGED}, {block_n} tokens a step, {warps} warps, {stages} stages, {splits} splits: tile {gbs['tile']:.0f} GB/s of the caches "
               f"({gbs['tile'] / ceiling:.0%} of copy), Triton {gbs['triton']:.0f} ({gbs['triton'] / ceiling:.0%}); "
               f"tile vs Triton {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
+    for shape in PAGED_SHAPES:
+        other_shape(pa, shape, dev, ceiling)
     for m, config in [] if paged_only else _configs():
         for name, (run, dense, a, wbytes) in quantized_cases(dev, m, config).items():
             want = (a.float() @ dense.float()).to(a.dtype)
