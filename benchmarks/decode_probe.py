@@ -12,6 +12,7 @@ shapes of LLM decoding and prefill; every output checked against torch first.
     python3 benchmarks/decode_probe.py --compile-only    # CPU machine, TILE_TARGET=sm_90a
     python3 benchmarks/decode_probe.py                   # the H200
     python3 benchmarks/decode_probe.py --paged-only      # the paged attention alone
+    python3 benchmarks/decode_probe.py --paged-only --paged-shape 32,32,64,16,4096   # its sweep at D = 64
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from matmul_rounds import interleaved_launches, ratio_summary  # noqa: E402
 from probe_device import probe_device  # noqa: E402
 
 PAGED = dict(B=32, H=32, D=128, PAGE=16, TOKENS=4096)
+if "--paged-shape" in sys.argv:  # the sweep at another shape: --paged-shape B,H,D,PAGE,TOKENS
+    PAGED = dict(zip(PAGED, map(int, sys.argv[sys.argv.index("--paged-shape") + 1].split(","))))
 N = K = 8192
 GROUP = 128  # int4 scales: one per 128 rows of K and column
 # (BM, BN, BK, num_warps, num_stages) by M (128 x 128 x 64 at 8 warps failed to launch for FP8 on
