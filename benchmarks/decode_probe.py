@@ -46,7 +46,8 @@ CONFIGS = {
 # Triton alike
 PAGED_CONFIGS = ((16, 4, 2, 1), (16, 4, 1, 4), (32, 4, 1, 4), (64, 4, 1, 1), (64, 4, 1, 2), (64, 4, 1, 4),
                  (64, 4, 2, 4), (64, 8, 1, 1), (64, 8, 1, 4), (64, 8, 2, 4), (128, 8, 1, 1), (128, 8, 1, 2),
-                 (128, 8, 1, 4), (128, 16, 1, 4), (256, 16, 1, 1), (256, 16, 1, 2))
+                 (128, 8, 1, 4), (128, 16, 1, 4), (256, 16, 1, 1), (256, 16, 1, 2), (32, 4, 2, 4), (32, 4, 3, 4),
+                 (64, 4, 3, 4), (64, 4, 2, 2), (128, 8, 2, 2))
 # Other decode shapes (fewer or shorter sequences, fewer heads, D = 64): tile at the example's
 # defaults against Triton at the best of these configs (the main shape's best few)
 PAGED_SHAPES = (dict(B=8, H=32, D=128, PAGE=16, TOKENS=1024), dict(B=64, H=8, D=128, PAGE=16, TOKENS=8192),
@@ -139,8 +140,9 @@ def main() -> None:
     want = pa.reference(q[:2], k_cache, v_cache, tables[:2], lens[:2])
     import triton_attention
 
-    steps = tables.shape[1] * PAGED["PAGE"] // pa.BLOCK_N
-    print(f"the example's default here: {pa.BLOCK_N} tokens a step, {pa.default_splits(PAGED['B'] * PAGED['H'], steps)} splits")
+    tokens, warps, stages = pa.default_config(PAGED["D"] * k_cache.element_size())
+    splits = pa.default_splits(PAGED["B"] * PAGED["H"], tables.shape[1] * PAGED["PAGE"] // tokens)
+    print(f"the example's default here: {tokens} tokens a step, {warps} warps, {stages} stages, {splits} splits")
     for block_n, warps, stages, splits in PAGED_CONFIGS:
         fns = {"tile": lambda: pa.paged_attention(*pargs, stages, splits, block_n, warps),
                "triton": lambda: triton_attention.paged_attention(*pargs, stages, splits, block_n, warps)}

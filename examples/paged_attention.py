@@ -84,7 +84,12 @@ def combine_splits_kernel(part_acc, part_ml, out, H, s_ob, s_oh, s_od, D: tile.c
     tile.store(out + bh // H * s_ob + bh % H * s_oh + rd * s_od, acc / l_sum)
 
 
-BLOCK_N = 128  # tokens a step, by default: on 8 warps, the H100's copy rate (2026-12-05 12:21)
+def default_config(row_bytes: int) -> tuple[int, int, int]:
+    """(tokens a step, num_warps, stages) by the bytes of a key's row, the best measured on the
+    H100 (benchmarks/results/README.md, 2026-12-05 12:21 and 13:12): rows of 256 bytes or more
+    (D = 128 in 16 bits: a row a warp, the scores' statistics in registers), 128 tokens on 8
+    warps in 1 stage, 99-100% of copy; shorter rows, 64 tokens on 4 warps in 2 stages, 93%."""
+    return (128, 8, 1) if row_bytes >= 256 else (64, 4, 2)
 
 
 def default_splits(programs: int, steps: int) -> int:
@@ -96,16 +101,20 @@ def default_splits(programs: int, steps: int) -> int:
 
 
 def paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
-                    seq_lens: torch.Tensor, stages: int = 1, splits: int | None = None, block_n: int | None = None,
-                    num_warps: int = 8) -> torch.Tensor:
+                    seq_lens: torch.Tensor, stages: int | None = None, splits: int | None = None,
+                    block_n: int | None = None, num_warps: int | None = None) -> torch.Tensor:
     """q (B, H, D); caches (pages, PAGE, H, D), both with the same strides; block_tables (B, max pages)
     and seq_lens (B,) int32. Returns (B, H, D) in q's dtype. `stages`: the token loop's pipelining depth;
     `splits` (a power of two): programs per (sequence, head), each over a share of the tokens; `block_n`
-    (a power of two, a multiple of the page): tokens a step, BLOCK_N by default."""
+    (a power of two, a multiple of the page): tokens a step. What is not given, `default_config` and
+    `default_splits` choose."""
     B, H, D = q.shape
     PAGE = k_cache.shape[1]
     assert k_cache.stride() == v_cache.stride(), "the key and value caches must share their layout"
-    block_n = max(BLOCK_N, PAGE) if block_n is None else block_n
+    tokens, warps, depth = default_config(D * k_cache.element_size())
+    block_n = max(tokens, PAGE) if block_n is None else block_n
+    num_warps = warps if num_warps is None else num_warps
+    stages = depth if stages is None else stages
     assert block_n % PAGE == 0, f"block_n ({block_n}) must be a multiple of the page ({PAGE} tokens)"
     steps = -(-block_tables.shape[1] * PAGE // block_n)
     splits = default_splits(B * H, steps) if splits is None else splits
@@ -141,7 +150,7 @@ def main(device: str = "cpu") -> None:
     seq_lens = torch.tensor([1, 77, 130], dtype=torch.int32, device=device)  # a page and a bit, ragged tails
     block_tables = torch.randperm(pages, device=device)[: B * 12].view(B, 12).to(torch.int32)  # scattered pages
     # a page a step in 3 stages (two pages ahead, on a GPU); two pages a step in 4 splits of two steps (the
-    # first sequence's last three splits are empty); the default step (128 tokens: every sequence's last ragged)
+    # first sequence's last three splits are empty); the default step (64 tokens: every sequence's last ragged)
     for dtype, stages, splits, block_n in ((torch.bfloat16, 3, 1, 16), (torch.float16, 2, 4, 32),
                                            (torch.float16, 1, 1, None)):
         q = torch.randn(B, H, D, device=device, dtype=dtype)
@@ -149,7 +158,7 @@ def main(device: str = "cpu") -> None:
         got = paged_attention(q, k_cache, v_cache, block_tables, seq_lens, stages, splits, block_n)
         torch.testing.assert_close(got, reference(q, k_cache, v_cache, block_tables, seq_lens), rtol=2e-2, atol=2e-2)
     print(f"paged_attention: {B} sequences of {seq_lens.tolist()} tokens in {PAGE}-token pages, bf16 a page a step "
-          f"in 3 stages, f16 two pages a step in 4 splits, f16 {BLOCK_N} tokens a step, on {device} match torch")
+          f"in 3 stages, f16 two pages a step in 4 splits, f16 at the default step, on {device} match torch")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
+from ..dialects import tile_ops
 from .walk import all_ops
 
 
@@ -99,10 +100,22 @@ def clone_slice(ops, mapping, ip):
             mapping[a] = b
 
 
+def is_index_load(op) -> bool:
+    """A load of a scalar or of a 1-D integer tile: a page number, or one per token, read
+    from a table to make addresses."""
+    if op.name != "tile.load":
+        return False
+    t = op.results[0].type
+    if not isinstance(t, ir.ShapedType):
+        return True
+    t = ir.RankedTensorType(t)
+    return t.rank == 1 and isinstance(t.element_type, ir.IntegerType)
+
+
 def guard_scalar_loads(ops, mapping, live):
-    """The clones (`mapping`) of the scalar loads in `ops` read only where the cloned
-    iteration runs (`live()` makes that i1 in place): a later iteration's page number, read
-    from a table, may lie past its end.
+    """The clones (`mapping`) of the index loads in `ops` (`is_index_load`) read only where
+    the cloned iteration runs (`live()` makes that i1 in place, splat over a tile's mask):
+    a later iteration's page number, read from a table, may lie past its end.
 
         # before -> after
         %p = "tile.load"(%table, %i, %true, %zero)  ->  %live = arith.cmpi slt, %i, %ub
@@ -110,10 +123,14 @@ def guard_scalar_loads(ops, mapping, live):
                                                         %p = "tile.load"(%table, %i, %m, %zero)"""
     for op in ops:
         for inner in all_ops(op):
-            if inner.name == "tile.load" and not isinstance(inner.results[0].type, ir.ShapedType):
+            if is_index_load(inner):
                 clone = mapping[inner.results[0]].owner.operation
                 with ir.InsertionPoint(clone), clone.location:
-                    clone.operands[2] = arith.andi(clone.operands[2], live())
+                    mask, alive = clone.operands[2], live()
+                    if isinstance(mask.type, ir.ShapedType):
+                        alive = tile_ops.splat(alive, list(ir.RankedTensorType(mask.type).shape))
+                        alive.set_type(mask.type)  # (with the mask's layout)
+                    clone.operands[2] = arith.andi(mask, alive)
 
 
 def hoist_scalar(v, loop):

@@ -941,3 +941,51 @@ func.func @paged(%x: !f, %table: !t, %o: tensor<16x128xi32>, %m: tensor<16x128xi
   } {tile.num_stages = 2 : i32}
   return %r : f32
 }
+
+// -----
+
+// Page numbers read as a 1-D tile, one per row (paged attention's steps of several
+// pages), are part of the addresses: the rows they locate are copied ahead into a
+// ring, the page numbers of that later iteration read for them, masked by its
+// liveness (splat over the tile); the page numbers get no ring of their own.
+
+// CHECK-LABEL: func.func @paged_rows
+// CHECK: %[[R:.*]] = "tile.local_alloc"() : () -> memref<2x16x128xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: "tile.local_alloc"
+// CHECK: scf.for %[[I:[^ ]*]] =
+// CHECK: "tile.local_load"(%[[R]]
+// CHECK: %[[NEXT:.*]] = arith.addi %[[I]], %{{.*}} : i32
+// CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]], %{{.*}} : i32
+// CHECK-NEXT: %[[ALL:.*]] = "tile.splat"(%[[LIVE]]) : (i1) -> tensor<16xi1>
+// CHECK-NEXT: %[[M:.*]] = arith.andi %{{.*}}, %[[ALL]] : tensor<16xi1>
+// CHECK-NEXT: "tile.load"(%{{.*}}, %{{.*}}, %[[M]], %{{.*}}) : ({{.*}}) -> tensor<16xi32>
+// CHECK: "tile.async_copy"(%[[R]]
+// CHECK: } {tile.num_stages = 2 : i32}
+!fr = memref<?xf32, strided<[?], offset: ?>>
+!tr = memref<?xi32, strided<[?], offset: ?>>
+func.func @paged_rows(%x: !fr, %table: !tr, %o: tensor<16x128xi32>, %m: tensor<16x128xi1>, %n: i32) -> f32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c16 = arith.constant 16 : i32
+  %true = arith.constant true
+  %zf = arith.constant 0.0 : f32
+  %z = "tile.splat"(%zf) : (f32) -> tensor<16x128xf32>
+  %rows = "tile.arange"() {start = 0 : i32, end = 16 : i32} : () -> tensor<16xi32>
+  %all = "tile.splat"(%true) : (i1) -> tensor<16xi1>
+  %zi = "tile.splat"(%c0) : (i32) -> tensor<16xi32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zf) -> (f32) : i32 {
+    %first = arith.muli %i, %c16 : i32
+    %fs = "tile.splat"(%first) : (i32) -> tensor<16xi32>
+    %at = arith.addi %fs, %rows : tensor<16xi32>
+    %pages = "tile.load"(%table, %at, %all, %zi) : (!tr, tensor<16xi32>, tensor<16xi1>, tensor<16xi32>) -> tensor<16xi32>
+    %p2 = "tile.reshape"(%pages) : (tensor<16xi32>) -> tensor<16x1xi32>
+    %pb = "tile.broadcast"(%p2) : (tensor<16x1xi32>) -> tensor<16x128xi32>
+    %off = arith.addi %o, %pb : tensor<16x128xi32>
+    %t = "tile.load"(%x, %off, %m, %z) : (!fr, tensor<16x128xi32>, tensor<16x128xi1>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    %v = "tile.reduce"(%t) {axis = 1 : i32, kind = "sum"} : (tensor<16x128xf32>) -> tensor<16xf32>
+    %w = "tile.reduce"(%v) {axis = 0 : i32, kind = "sum"} : (tensor<16xf32>) -> f32
+    %a = arith.addf %acc, %w : f32
+    scf.yield %a : f32
+  } {tile.num_stages = 2 : i32}
+  return %r : f32
+}
