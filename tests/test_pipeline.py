@@ -124,11 +124,12 @@ SEED_GPU_BUILDS = {
                                               pt=2, st=2, ph=16, pw=16), "ld.global.v4.b32"),
     # 64 queries x 64 keys of D = 64 in f16: both dots on tensor cores, the row statistics reduced
     "flash_attention": (lambda m: m.attention(*[torch.empty(1, 2, 256, 64, dtype=torch.float16)] * 3), "mma.sync.aligned"),
-    # pages of 16 tokens x 64 f16 read as 16-byte vectors; the page numbers are scalar loads in the loop
+    # keys and values of 64 f16 (the defaults there: 64-token steps in 2 stages) copied ahead as 16-byte
+    # cp.async, the page numbers of the step ahead read for their addresses
     "paged_attention": (lambda m: m.paged_attention(torch.empty(2, 4, 64, dtype=torch.float16),
                                                     *[torch.empty(8, 16, 4, 64, dtype=torch.float16)] * 2,
                                                     torch.zeros(2, 4, dtype=torch.int32), torch.ones(2, dtype=torch.int32)),
-                        "ld.global.v4.b32"),
+                        "cp.async.cg.shared.global"),
     # bf16 activations against int4 weights unpacked in registers: both dots on tensor cores
     "int4_matmul": (lambda m: m.int4_matmul(torch.empty(128, 128, dtype=torch.bfloat16), torch.empty(64, 128, dtype=torch.int8),
                                             torch.empty(4, 128, dtype=torch.bfloat16), 32), "mma.sync.aligned.m16n8k16"),
