@@ -112,7 +112,7 @@ def is_index_load(op) -> bool:
     return t.rank == 1 and isinstance(t.element_type, ir.IntegerType)
 
 
-def guard_scalar_loads(ops, mapping, live):
+def guard_index_loads(ops, mapping, live):
     """The clones (`mapping`) of the index loads in `ops` (`is_index_load`) read only where
     the cloned iteration runs (`live()` makes that i1 in place, splat over a tile's mask):
     a later iteration's page number, read from a table, may lie past its end.

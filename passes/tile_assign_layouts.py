@@ -121,13 +121,11 @@ class TileAssignLayouts:
         dots = [op for op in ops if op.name == "tile.dot"]
         mma = {tuple(ir.RankedTensorType(op.results[0].type).shape): self.accumulator_layout(op) for op in reversed(dots)}
 
-        rows_read = _row_broadcast_shapes(ops, bits, self.num_warps) if not dots else set()
+        rows_a_warp = _row_broadcast_shapes(ops, bits, self.num_warps) if not dots else {}
 
         def by_shape(shape):
             shape = tuple(shape)
-            if shape in rows_read:  # whole rows a warp, so that the rows' 1-D slice exists
-                return Blocked.default(list(shape), max(bits.get(shape, 32), 128 * 32 // shape[1]), self.num_warps)
-            return mma.get(shape) or Blocked.default(list(shape), bits.get(shape, 32), self.num_warps)
+            return rows_a_warp.get(shape) or mma.get(shape) or Blocked.default(list(shape), bits.get(shape, 32), self.num_warps)
 
         # (Not in tensor-core kernels, whose tiles meet mma layouts, not slices, at their broadcasts.)
         sliced = _sliced_shapes(ops, by_shape) if not dots else _row_shapes(ops, by_shape)
@@ -230,7 +228,7 @@ def _sliced_shapes(ops, by_shape) -> dict:
     return {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1}
 
 
-def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> set:
+def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> dict:
     """The 2-D shapes R x C that an R x 1 tile is broadcast into (a row's statistics read
     back along it) whose default layout spreads a row over part of a warp's lanes only
     (C of 128 16-bit elements: 16 lanes of 8), so that its rows have no 1-D slice and each
@@ -244,7 +242,7 @@ def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> set:
         # after
         tensor<64x128xf32, #tile.blocked<[1, 4], [1, 32], [8, 1], [1, 0]>>
     """
-    found = set()
+    found = {}
     for op in ops:
         if op.name != "tile.broadcast":
             continue
@@ -254,7 +252,8 @@ def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> set:
         width = bits.get(dst, 32)
         # (not below 8-byte vectors: 64 16-bit columns, 2 a lane, keep their 16-byte loads)
         if Blocked.default(list(dst), width, num_warps).slice(0) is None and dst[1] // 32 * width >= 64:
-            found.add(dst)
+            # C / 32 elements a thread: Blocked.default's 16 bytes a thread of elements that wide
+            found[dst] = Blocked.default(list(dst), 128 * 32 // dst[1], num_warps)
     return found
 
 

@@ -113,7 +113,7 @@ from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
-from .loop_slice import body_slice, clone_slice, guard_scalar_loads, hoist_scalar, inside, is_index_load, split_from_group
+from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar, inside, is_index_load, split_from_group
 from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
@@ -150,8 +150,8 @@ def _arithmetic(ops) -> bool:
     scalar or a 1-D integer tile, such as page numbers read from a table, is part of an
     address: `is_index_load`)."""
     return ops is not None and not any(
-        inner.name in _NOT_ARITHMETIC and any(isinstance(r.type, ir.RankedTensorType) for r in inner.results)
-        and not is_index_load(inner) or inner.name == "tile.dot" for op in ops for inner in all_ops(op))
+        (inner.name in _NOT_ARITHMETIC and any(isinstance(r.type, ir.RankedTensorType) for r in inner.results)
+         and not is_index_load(inner)) or inner.name == "tile.dot" for op in ops for inner in all_ops(op))
 
 
 def _to_dots(load) -> bool:
@@ -380,7 +380,7 @@ class TilePipeline:
         mapping = {body.arguments[0]: it}
         cloned = [op.operation for op in body.operations if op.operation in needed]
         clone_slice(cloned, mapping, ip)
-        guard_scalar_loads(cloned, mapping, lambda: arith.cmpi(arith.CmpIPredicate.slt, it, ub))
+        guard_index_loads(cloned, mapping, lambda: arith.cmpi(arith.CmpIPredicate.slt, it, ub))
         with ip:
             live = arith.cmpi(arith.CmpIPredicate.slt, it, ub)
             for (load, _), ring, b in zip(found, rings, per_load):

@@ -13,7 +13,7 @@ from mlir.dialects import arith
 from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
 from .block_access import match_block, start_value
-from .loop_slice import body_slice, clone_slice, guard_scalar_loads
+from .loop_slice import body_slice, clone_slice, guard_index_loads
 
 
 def slot_shape(load, b) -> list[int]:
@@ -117,7 +117,7 @@ def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip, outer=None, a
 
     cloned = start_slice(found, blocks)
     clone_slice(cloned, mapping, ip)
-    guard_scalar_loads(cloned, mapping, liveness)
+    guard_index_loads(cloned, mapping, liveness)
     with ip:
         live = liveness()
         for (load, _), b, ring, desc in zip(found, blocks, rings, descs):
