@@ -175,3 +175,28 @@ def test_gather(axis):
     gather_kernel[(1,)](x, idx, out, ROWS=8, COLS=16, AXIS=axis)
     wrapped = (idx.to(torch.int64) % (1 << 32)) % extent
     torch.testing.assert_close(out, torch.gather(x, axis, wrapped), rtol=0, atol=0)
+
+
+@tile.kernel
+def small_ints_kernel(x, out, BLOCK: tile.constexpr):
+    """Integers that `tile-small-int-to-float` converts through the f32's bits: a 22-bit
+    field and its negation (|v| < 2^22), and an int8's nibbles less 8."""
+    offs = tile.arange(0, BLOCK)
+    v = tile.load(x + offs)
+    field = v & 0x3FFFFF
+    tile.store(out + offs, field.to(tile.float32))
+    tile.store(out + (BLOCK + offs), (0 - field).to(tile.float32))
+    tile.store(out + (2 * BLOCK + offs), ((v.to(tile.int8).to(tile.int32) & 15) - 8).to(tile.float32))
+
+
+def test_small_ints_to_float_exact():
+    """Every converted value exact, the range's ends (0, +-(2^22 - 1)) included."""
+    block = 256
+    x = torch.randint(-(1 << 31), (1 << 31) - 1, (block,), dtype=torch.int32)
+    x[:4] = torch.tensor([0, (1 << 22) - 1, -1, 1 << 22], dtype=torch.int32)
+    out = torch.empty(3 * block)
+    small_ints_kernel[(1,)](x, out, BLOCK=block)
+    field = (x.to(torch.int64) & 0x3FFFFF)
+    assert torch.equal(out[:block], field.to(torch.float32))
+    assert torch.equal(out[block:2 * block], (-field).to(torch.float32))
+    assert torch.equal(out[2 * block:], ((x.to(torch.int8).to(torch.int32) & 15) - 8).to(torch.float32))

@@ -1,0 +1,79 @@
+"""`tile-small-int-to-float`: an integer tile converted to f32 whose values are proven
+small (|v| < 2^22, `int_ranges.py`) is converted through the float's bits instead:
+v + 0x4B400000, read as an f32, is 1.5 * 2^23 + v exactly, so subtracting 1.5 * 2^23
+gives v, exactly.
+
+    # before
+    %f = arith.sitofp %q : tensor<64x128xi32> to tensor<64x128xf32>
+    # after
+    %s = arith.addi %q, %magic : tensor<64x128xi32>        // %magic: tile.splat of 0x4B400000
+    %b = arith.bitcast %s : tensor<64x128xi32> to tensor<64x128xf32>
+    %f = arith.subf %b, %offset : tensor<64x128xf32>      // %offset: tile.splat of 12582912.0
+
+Why: on the GPU an int-to-float `cvt` runs on the conversion unit, 16 results a cycle
+per SM on sm_90 against 64 integer adds and 128 f32 adds, so in a dequantizing
+K loop (the INT4 example's nibbles, `(packed & 15) - 8`) the conversions, not the
+tensor cores, set the pace. The rewrite is exact for every value in range and is
+what hand-written dequantization kernels do; no upstream pass does it (upstream's
+`arith-int-range-narrowing` narrows integer widths, and a narrower `cvt` is still
+a `cvt`). It runs before `tile-fuse`, so the new ops join the same fusion group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith
+
+from ..dialects import tile_ops
+from .int_ranges import int_range
+from .registry import register_pass
+from .walk import collect
+
+MAGIC = 0x4B400000  # the bits of 12582912.0 = 1.5 * 2^23
+LIMIT = 1 << 22  # within it, 1.5 * 2^23 + v is an f32 with v in its low mantissa bits
+
+
+def _splat_constant(like, value):
+    """`value` splat over `like`'s tensor type, as the frontend writes constants
+    (`tile.splat` of a scalar; the layout pass gives it its encoding)."""
+    t = ir.RankedTensorType(like)
+    elem = t.element_type
+    scalar = arith.ConstantOp(elem, value if isinstance(elem, ir.IntegerType) else float(value)).result
+    return tile_ops.splat(scalar, list(t.shape))
+
+
+def small(op) -> bool:
+    """Whether `op` converts an integer tile, proven within +-2^22, to an f32 tile."""
+    if op.name not in ("arith.sitofp", "arith.uitofp") or not isinstance(op.operands[0].type, ir.RankedTensorType):
+        return False
+    if not isinstance(ir.RankedTensorType(op.results[0].type).element_type, ir.F32Type):
+        return False
+    r = int_range(op.operands[0])
+    if r is not None and op.name == "arith.uitofp" and r[0] < 0:
+        return False  # (negative as signed: a large unsigned value)
+    return r is not None and -LIMIT < r[0] and r[1] < LIMIT and ir.IntegerType(
+        ir.RankedTensorType(op.operands[0].type).element_type).width == 32
+
+
+def rewrite(op) -> None:
+    src, out_type = op.operands[0], op.results[0].type
+    f32 = ir.RankedTensorType.get(ir.RankedTensorType(src.type).shape, ir.F32Type.get(),
+                                  ir.RankedTensorType(src.type).encoding)
+    with ir.InsertionPoint(op), op.location:
+        biased = arith.addi(src, _splat_constant(src.type, MAGIC))
+        bits = arith.bitcast(f32, biased)
+        value = arith.subf(bits, _splat_constant(f32, 12582912.0))
+    assert value.type == out_type
+    op.results[0].replace_all_uses_with(value)
+    op.erase()
+
+
+@register_pass("tile-small-int-to-float")
+@dataclass
+class TileSmallIntToFloat:
+    def run(self, module_op):
+        for op in collect(module_op, ("arith.sitofp", "arith.uitofp")):
+            if small(op):
+                rewrite(op)
