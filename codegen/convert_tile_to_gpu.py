@@ -87,7 +87,7 @@ class Translator:
         self.has_wgmma = any(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
         self.has_tma_store = any(o.name == "tile.tma_store" for o in all_ops(fn))
         with ir.InsertionPoint(block):
-            tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
+            self.tid = tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
             self.warp = arith.shrui(tid, _i32(5))
             # Values every later op may use (coordinates, the scratch buffer) go before this

@@ -26,6 +26,7 @@ hit eight different bank groups.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -148,6 +149,46 @@ def op_tile_local_dealloc(self, op):
     self.scratch_base = max(self.live_buffers.values(), default=0)
 
 
+def chunk_width(self, dist, offsets, mask, elem, aligned: bool) -> int:
+    """Elements per copy when the tile's copies are cut into chunks of their own instead of
+    following the registers' layout (`_chunked_copy`): as wide as axis info proves the
+    offsets contiguous and aligned and the mask constant, up to 16 bytes; 1 if nothing is
+    proven, or the offsets or mask are not recomputable at other coordinates."""
+    if (dist.layout.order[0] != dist.rank - 1 or not aligned
+            or not all(self.rematerializable(v) for v in (offsets, mask))):
+        return 1
+    off, m = self.axis(offsets), self.axis(mask)
+    width = min(off.contiguity, m.constancy, 128 // bits(elem), dist.shape[-1])
+    width = 1 << (max(width, 1).bit_length() - 1)
+    while width > 1 and (off.divisibility % width or dist.shape[-1] % width):
+        width //= 2
+    return width
+
+
+def _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v: int) -> None:
+    """The tile copied in row-major chunks of v elements, chunk c by thread c mod T (T
+    threads), whatever the layout its readers hold it in: a slot is read only after the
+    group's wait and barrier, so which thread copies what is free. Where the layout gave
+    each thread runs narrower than the chunks: fewer, wider `cp.async` (the INT4 example's
+    64 x 128 bytes of weights: 16-byte copies, not 4-byte ones), or any at all (its 1 x 128
+    bf16 rows of scales on 256 threads, 2 bytes a thread, had gone through registers: a
+    global load the loop waited for every iteration)."""
+    chunks = math.prod(dist.shape) // v
+    per_row = dist.shape[-1] // v
+    for first in range(0, chunks, self.threads):
+        c = arith.addi(self.tid, i32(first)) if first else self.tid
+        if first + self.threads > chunks:  # the last round: threads past the end copy a chunk again, the
+            c = arith.remui(c, i32(chunks))  # same bytes to the same place (a guard would hide the copy's token)
+        row, col = arith.divui(c, i32(per_row)), arith.muli(arith.remui(c, i32(per_row)), i32(v))
+        coords = [from_elements([x], ir.IntegerType.get_signless(32)) for x in ([row, col] if dist.rank == 2 else [col])]
+        off, ok = (elements(self.eval_at(t, coords, 1), 1)[0] for t in (offsets, mask))
+        size = arith.select(ok, const_index(v), const_index(0))
+        dst = to_index(tile.offset(row if dist.rank == 2 else i32(0), col))
+        self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(
+            tile.buf, [dst], flat, [to_index(off)], ir.IntegerAttr.get(ir.IndexType.get(), v), srcElements=size,
+            bypassL1=ir.UnitAttr.get() if v * bits(elem) == 128 else None).result)
+
+
 def op_tile_async_copy(self, op):
     ring_v, slot, base, offsets, mask = op.operands
     ring = self.map[ring_v]
@@ -156,7 +197,12 @@ def op_tile_async_copy(self, op):
     flat = flat_view(self.value(base))
     dist = self.dist(offsets)
     n = dist.num_registers
-    w = min(run_width(self, dist, offsets, mask, elem, _base_aligned(self, base)), tile.unit)
+    aligned = _base_aligned(self, base)
+    w = min(run_width(self, dist, offsets, mask, elem, aligned), tile.unit)
+    if w < tile.unit:  # narrower than 16 bytes in the readers' layout: wider chunks of its own, if proven
+        v = min(chunk_width(self, dist, offsets, mask, elem, aligned), tile.unit)
+        if v > w and v * bits(elem) >= 32:
+            return _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v)
     coords = [elements(c, n) for c in self.coords(dist)]
     rows, cols = slot_coords(coords, n)
     starts = list(range(0, n, w))

@@ -517,3 +517,39 @@ func.func @gather_pairs_swapped(%x: memref<?xf16, strided<[?], offset: ?>>, %out
   "tile.store"(%out, %r, %g, %m) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xf16, #b>, tensor<1024xi1, #b>) -> ()
   return
 }
+
+// -----
+
+// A ring copy too narrow in its readers' layout (a 1 x 128 bf16 row on 128 threads:
+// one element, 2 bytes, a thread) is cut into 16-byte chunks of its own: thread t
+// copies elements 8 (t mod 16) .. +7, one `cp.async` (16 threads would do; the rest
+// copy a chunk again, the same bytes), its column mask evaluated at the chunk's start.
+// Without the aligned base nothing is proven: one element a thread, through registers.
+
+// CHECK-LABEL: gpu.func @chunked_row_copy
+// ALIGNED: arith.remui %{{.*}}, %c16_i32 : i32
+// ALIGNED: arith.muli %{{.*}}, %c8_i32 : i32
+// ALIGNED: nvgpu.device_async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], 8, %{{.*}} {bypassL1}
+// ALIGNED-NOT: nvgpu.device_async_copy
+// UNKNOWN-NOT: nvgpu.device_async_copy
+// UNKNOWN: memref.store
+// CHECK: gpu.return
+!srow = memref<2x1x128xbf16, #gpu.address_space<workgroup>>
+func.func @chunked_row_copy(%s: memref<?xbf16, strided<[?], offset: ?>>, %out: memref<?xbf16, strided<[?], offset: ?>>, %n: i32) attributes {tile.kernel} {
+  %r = "tile.local_alloc"() : () -> !srow
+  %c0 = arith.constant 0 : i32
+  %cols = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %row = "tile.reshape"(%cols) : (tensor<128xi32>) -> tensor<1x128xi32>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<1x128xi32>
+  %m = arith.cmpi slt, %row, %ns : tensor<1x128xi32>
+  "tile.async_copy"(%r, %c0, %s, %row, %m) : (!srow, i32, memref<?xbf16, strided<[?], offset: ?>>, tensor<1x128xi32>, tensor<1x128xi1>) -> ()
+  "tile.async_commit"() : () -> ()
+  "tile.async_wait"() {pending = 0 : i32} : () -> ()
+  %v = "tile.local_load"(%r, %c0) : (!srow, i32) -> tensor<1x128xbf16>
+  %flat = "tile.reshape"(%v) : (tensor<1x128xbf16>) -> tensor<128xbf16>
+  %all = arith.constant true
+  %ms = "tile.splat"(%all) : (i1) -> tensor<128xi1>
+  "tile.store"(%out, %cols, %flat, %ms) : (memref<?xbf16, strided<[?], offset: ?>>, tensor<128xi32>, tensor<128xbf16>, tensor<128xi1>) -> ()
+  "tile.local_dealloc"(%r) : (!srow) -> ()
+  return
+}
