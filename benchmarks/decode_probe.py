@@ -41,10 +41,7 @@ CONFIGS = {
     16: [(64, 64, 64, 4, 1), (64, 64, 64, 4, 2), (64, 64, 64, 4, 4), (16, 64, 128, 4, 4), (16, 32, 256, 4, 3),
          (16, 128, 64, 4, 4)],
     4096: [(64, 64, 64, 4, 1), (64, 64, 64, 4, 3), (128, 128, 64, 8, 1), (128, 128, 64, 8, 2), (128, 128, 64, 8, 3),
-           (128, 256, 64, 8, 3),
-           # one warpgroup a program: two programs an SM by registers (INT4: about 246 a thread) and shared memory,
-           # so that one's decoding can overlap the other's wgmma
-           (64, 128, 64, 4, 2), (64, 128, 64, 4, 3), (64, 256, 64, 4, 2)],
+           (128, 256, 64, 8, 3)],  # (one-warpgroup tiles, two programs an SM, did no better: results 2026-12-05-1936)
 }
 # (tokens a step, num_warps, the token loop's pipelining depth, programs per (sequence, head)), tile and
 # Triton alike
