@@ -6,6 +6,7 @@ this in C++ but is not reachable from the Python bindings.
     %b = arith.extsi %bytes : tensor<64xi8> to tensor<64xi32>    // [-128, 127]
     %n = arith.andi %b, %c15 : tensor<64xi32>                     // [0, 15]
     %q = arith.subi %n, %c8 : tensor<64xi32>                      // [-8, 7]
+    %r = "tile.arange"() {start = 0 : i32, end = 64 : i32}        // [0, 63]
 
 `int_range(v)` is (lo, hi) with lo <= v <= hi (as signed integers), or None when
 nothing tighter than the type's own range is proven.
@@ -52,6 +53,8 @@ def int_range(v, depth: int = 0):
     if name == "arith.constant":
         c = _constant(op)
         return None if c is None else (c, c)
+    if name == "tile.arange":
+        return (ir.IntegerAttr(op.attributes["start"]).value, ir.IntegerAttr(op.attributes["end"]).value - 1)
     if name in _THROUGH:
         return arg(0)
     if name in ("arith.extsi", "arith.extui"):
@@ -85,6 +88,14 @@ def int_range(v, depth: int = 0):
     if name == "arith.select":
         a, b = arg(1), arg(2)
         return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+    if name in ("arith.divsi", "arith.divui"):  # by a positive constant: the bounds divided
+        a, d = arg(0), arg(1)
+        if a is None or d is None or d[0] != d[1] or d[0] <= 0 or (name == "arith.divui" and a[0] < 0):
+            return None
+        def trunc(x):  # arith's division rounds toward zero
+            return x // d[0] if x >= 0 else -(-x // d[0])
+
+        return (trunc(a[0]), trunc(a[1]))
     if name in ("arith.remsi", "arith.remui"):
         d = arg(1)
         if d is None or d[0] != d[1] or d[0] <= 0:

@@ -51,6 +51,24 @@ func.func @high_nibble_and_bytes(%p: tensor<64xi8>) -> (tensor<64xf32>, tensor<6
 
 // -----
 
+// Positions, an arange halved: [0, 63] -> [0, 31], small.
+
+// CHECK-LABEL: func.func @positions
+// CHECK: %[[H:.*]] = arith.divsi
+// CHECK: arith.addi %[[H]]
+// CHECK-NEXT: arith.bitcast
+// CHECK-NOT: itofp
+func.func @positions() -> tensor<64xf32> {
+  %r = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %c2 = arith.constant 2 : i32
+  %two = "tile.splat"(%c2) : (i32) -> tensor<64xi32>
+  %h = arith.divsi %r, %two : tensor<64xi32>
+  %f = arith.sitofp %h : tensor<64xi32> to tensor<64xf32>
+  return %f : tensor<64xf32>
+}
+
+// -----
+
 // Left alone: an i32 of unknown range, a range past 2^22, a possibly negative
 // value converted as unsigned, and a conversion to f16.
 
