@@ -120,11 +120,12 @@ def main() -> None:
     dev = probe_device()
     paged_only = "--paged-only" in sys.argv  # (the quantized matmuls left out)
     quantized_only = "--quantized-only" in sys.argv  # (the paged attention left out)
+    paged_configs, paged_shapes = ((), ()) if quantized_only else (PAGED_CONFIGS, PAGED_SHAPES)
     pa, pargs, pbytes = paged_case(dev)
     if dev == "meta":
-        for block_n, warps, stages, splits in [] if quantized_only else PAGED_CONFIGS:
+        for block_n, warps, stages, splits in paged_configs:
             pa.paged_attention(*pargs, stages, splits, block_n, warps)
-        for shape in [] if quantized_only else PAGED_SHAPES:
+        for shape in paged_shapes:
             pa.paged_attention(*paged_case(dev, shape)[1])
         for m, config in [] if paged_only else _configs():
             for name, (run, _, _, _) in quantized_cases(dev, m, config).items():
@@ -144,7 +145,7 @@ def main() -> None:
     tokens, warps, stages = pa.default_config(PAGED["D"] * k_cache.element_size())
     splits = pa.default_splits(PAGED["B"] * PAGED["H"], tables.shape[1] * PAGED["PAGE"] // tokens)
     print(f"the example's default here: {tokens} tokens a step, {warps} warps, {stages} stages, {splits} splits")
-    for block_n, warps, stages, splits in [] if quantized_only else PAGED_CONFIGS:
+    for block_n, warps, stages, splits in paged_configs:
         fns = {"tile": lambda: pa.paged_attention(*pargs, stages, splits, block_n, warps),
                "triton": lambda: triton_attention.paged_attention(*pargs, stages, splits, block_n, warps)}
         for fn in fns.values():
@@ -155,7 +156,7 @@ def main() -> None:
         print(f"paged attention {PAGED}, {block_n} tokens a step, {warps} warps, {stages} stages, {splits} splits: tile {gbs['tile']:.0f} GB/s of the caches "
               f"({gbs['tile'] / ceiling:.0%} of copy), Triton {gbs['triton']:.0f} ({gbs['triton'] / ceiling:.0%}); "
               f"tile vs Triton {r['median']:.3f}x ({r['low']:.3f}-{r['high']:.3f})", flush=True)
-    for shape in [] if quantized_only else PAGED_SHAPES:
+    for shape in paged_shapes:
         other_shape(pa, shape, dev, ceiling)
     for m, config in [] if paged_only else _configs():
         for name, (run, dense, a, wbytes) in quantized_cases(dev, m, config).items():

@@ -151,16 +151,13 @@ def op_tile_local_dealloc(self, op):
 
 def chunk_width(self, dist, offsets, mask, elem, aligned: bool) -> int:
     """Elements per copy when the tile's copies are cut into chunks of their own instead of
-    following the registers' layout (`_chunked_copy`): as wide as axis info proves the
-    offsets contiguous and aligned and the mask constant, up to 16 bytes; 1 if nothing is
-    proven, or the offsets or mask are not recomputable at other coordinates."""
-    if (dist.layout.order[0] != dist.rank - 1 or not aligned
-            or not all(self.rematerializable(v) for v in (offsets, mask))):
+    following the registers' layout (`_chunked_copy`): `run_width` unbounded by the layout
+    (up to 16 bytes and a divisor of the row); 1 if the offsets or mask are not recomputable
+    at other coordinates."""
+    if not all(self.rematerializable(v) for v in (offsets, mask)):
         return 1
-    off, m = self.axis(offsets), self.axis(mask)
-    width = min(off.contiguity, m.constancy, 128 // bits(elem), dist.shape[-1])
-    width = 1 << (max(width, 1).bit_length() - 1)
-    while width > 1 and (off.divisibility % width or dist.shape[-1] % width):
+    width = run_width(self, dist, offsets, mask, elem, aligned, limit=dist.shape[-1])
+    while dist.shape[-1] % width:
         width //= 2
     return width
 
@@ -200,7 +197,7 @@ def op_tile_async_copy(self, op):
     aligned = _base_aligned(self, base)
     w = min(run_width(self, dist, offsets, mask, elem, aligned), tile.unit)
     if w < tile.unit:  # narrower than 16 bytes in the readers' layout: wider chunks of its own, if proven
-        v = min(chunk_width(self, dist, offsets, mask, elem, aligned), tile.unit)
+        v = chunk_width(self, dist, offsets, mask, elem, aligned)  # (16 bytes at most: a slot's unit)
         if v > w and v * bits(elem) >= 32:
             return _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v)
     coords = [elements(c, n) for c in self.coords(dist)]

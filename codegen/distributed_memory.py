@@ -21,12 +21,13 @@ from .distributed_layout import Distribution
 from .register_vectors import elements, from_elements, i32, splat
 
 
-def run_width(self, dist, offsets, mask, elem, aligned_base: bool) -> int:
-    """Elements per vector access for this tile: a power of two, 1 if nothing is proven."""
+def run_width(self, dist, offsets, mask, elem, aligned_base: bool, limit: int | None = None) -> int:
+    """Elements per vector access for this tile: a power of two, 1 if nothing is proven; at
+    most `limit` (default: the run of elements a thread holds in the layout, `vector_width`)."""
     if dist.layout.order[0] != dist.rank - 1 or not aligned_base:
         return 1
     off, m = self.axis(offsets), self.axis(mask)
-    width = min(dist.vector_width, off.contiguity, m.constancy, 128 // bits(elem))
+    width = min(dist.vector_width if limit is None else limit, off.contiguity, m.constancy, 128 // bits(elem))
     width = 1 << (max(width, 1).bit_length() - 1)
     while width > 1 and off.divisibility % width:
         width //= 2

@@ -51,13 +51,13 @@ def small(op) -> bool:
     """Whether `op` converts an integer tile, proven within +-2^22, to an f32 tile."""
     if op.name not in ("arith.sitofp", "arith.uitofp") or not isinstance(op.operands[0].type, ir.RankedTensorType):
         return False
-    if not isinstance(ir.RankedTensorType(op.results[0].type).element_type, ir.F32Type):
+    src, dst = (ir.RankedTensorType(v.type).element_type for v in (op.operands[0], op.results[0]))
+    if not isinstance(dst, ir.F32Type) or ir.IntegerType(src).width != 32:
         return False
     r = int_range(op.operands[0])
-    if r is not None and op.name == "arith.uitofp" and r[0] < 0:
-        return False  # (negative as signed: a large unsigned value)
-    return r is not None and -LIMIT < r[0] and r[1] < LIMIT and ir.IntegerType(
-        ir.RankedTensorType(op.operands[0].type).element_type).width == 32
+    if r is None or op.name == "arith.uitofp" and r[0] < 0:
+        return False  # (unknown; or negative as signed: a large unsigned value)
+    return -LIMIT < r[0] and r[1] < LIMIT
 
 
 def rewrite(op) -> None:
