@@ -313,7 +313,8 @@ class Translator:
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
     from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_dealloc,  # noqa: E402
                                          op_tile_async_copy, op_tile_async_commit, op_tile_async_wait)
-    from .distributed_convert import op_tile_convert_layout, op_tile_gather, op_tile_local_load  # noqa: E402
+    from .distributed_convert import (op_tile_convert_layout, op_tile_gather, op_tile_local_load,  # noqa: E402
+                                     op_tile_local_store)
     from .distributed_tma import (op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait,  # noqa: E402
                                   op_tile_mbarrier_dealloc, op_tile_tma_store)
 

@@ -24,7 +24,7 @@ which registers make a chunk is known at compile time (`Chunks`, `chunks_of`). W
 or 32-bit elements; other conversions go element by element (`Translator.exchange`).
 
 `op_tile_local_load` reads a ring slot into registers the same way, where ops
-other than dots read it.
+other than dots read it; `op_tile_local_store` stages registers into one.
 
 `op_tile_gather` (`tile.gather`, a permutation or selection inside a tile) goes
 through shared memory too: every thread writes its source registers at their
@@ -51,7 +51,7 @@ from ..dialects.layout import element_bits as bits
 from ..dialects.layout import encoding_of
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
-from .distributed_async_copy import MAX_SHARED, SharedTile, slot_coords
+from .distributed_async_copy import MAX_SHARED, SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
 from .held_registers import defer
@@ -121,6 +121,16 @@ def op_tile_local_load(self, op):
     out = [None] * dist.num_registers
     unstage(self, out, dist, tile)
     self.map[op.results[0]] = from_elements(out, tile.elem)
+
+
+def op_tile_local_store(self, op):
+    """A tile in registers into a ring slot (`tile-pipeline`'s staging of a decoded dot
+    operand), then a barrier (after the async-proxy fence, for wgmma) before the dot reads
+    it. No barrier before: the dots that last read this slot were waited for before the
+    barrier at the top of this iteration."""
+    value, ring, slot = op.operands
+    stage(self, value, self.map[ring].slot(self.value(slot)))
+    shared_writes_done(self)
 
 
 def _fits(t: ir.RankedTensorType) -> bool:

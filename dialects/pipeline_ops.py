@@ -37,8 +37,8 @@ def local_dealloc(buffer, *, loc=None, ip=None) -> ir.Operation:
     return create("local_dealloc", [], [buffer], loc=loc, ip=ip)
 
 
-def _verify_ring_access(op, tile_type, check_elem=True):
-    buf = ir.MemRefType(op.operands[0].type)
+def _verify_ring_access(op, tile_type, check_elem=True, buffer=0):
+    buf = ir.MemRefType(op.operands[buffer].type)
     slot = list(buf.shape[1:])  # (a 1-D tile sits in slots of one row)
     if slot not in (_shape(tile_type), [1] + _shape(tile_type)) or (check_elem and buf.element_type != _elem(tile_type)):
         return f"tile {_shape(tile_type)} x {_elem(tile_type)} does not match the ring's slots {list(buf.shape[1:])} x {buf.element_type}"
@@ -128,6 +128,21 @@ def local_load(buffer, slot, result_type, *, transposed: bool = False, loc=None,
     """
     attrs = {"transposed": ir.UnitAttr.get()} if transposed else {}
     return create("local_load", [result_type], [buffer, slot], attrs, loc=loc, ip=ip).result
+
+
+def _verify_local_store(op):
+    return _verify_ring_access(op, op.operands[0].type, buffer=1)
+
+
+@define("local_store", operands=[("value", "tensor"), ("buffer", "memref"), ("slot", "i32")], verify=_verify_local_store)
+def local_store(value, buffer, slot, *, loc=None, ip=None) -> ir.Operation:
+    """Write a tile held in registers into slot `slot` of a ring, for the dots that then read
+    it there (`tile.local_load`): a weight decoded in registers, staged in two slots so that
+    the wgmma reading one may run on while the next iteration fills the other.
+
+    "tile.local_store"(%w, %buf, %slot) : (tensor<64x128xbf16>, memref<2x64x128xbf16, #gpu.address_space<workgroup>>, i32) -> ()
+    """
+    return create("local_store", [], [value, buffer, slot], loc=loc, ip=ip)
 
 
 def _verify_mbarrier_alloc(op):

@@ -50,8 +50,11 @@ makes `cp.async` read nothing.
 A dot whose accumulator is in the `#tile.wgmma` layout may keep running while
 the next iteration starts (`in_flight`: its lowering commits the wgmma group
 but does not wait for it) when nothing but the next dot reads its result and
-both its operands are in rings (an operand made in registers, such as a decoded
-weight, is staged in scratch memory that the next iteration overwrites). The
+both its operands are in rings. An operand made in registers (a weight decoded
+from its ring) would be staged in scratch memory that the next iteration
+overwrites; it gets a ring of two slots instead, written by `tile.local_store`
+right before its dot and read there (`tile.local_load`), so that the dot of
+iteration i reads slot i % 2 while iteration i + 1 fills the other. The
 copies of the next stage are then issued after the dot, while the tensor cores
 work, and a `tile.dot_wait {pending = D}` (D = the loop's in-flight dots) ends
 the body: the dots of iteration i - 1 are then done in this warpgroup, and after
@@ -253,7 +256,9 @@ class TilePipeline:
         found = self.candidates(loop, body, iv, explicit) if S >= 2 else []
         if not found:
             return
-        async_dots = self.async_dots(loop, body, found) if S >= 3 else []
+        made = self.made_in_body(loop, found) if S >= 3 else []
+        async_dots = self.async_dots(loop, body, found, made) if S >= 3 else []
+        made = [(dot, n) for dot, n in made if any(dot == d for d, _ in async_dots)]
         ahead = S - 1 - (1 if async_dots else 0)  # iterations the copies run ahead
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
@@ -275,6 +280,8 @@ class TilePipeline:
             for (load, _), b in zip(found, per_load):
                 elem = ir.RankedTensorType(load.results[0].type).element_type
                 rings.append(pipeline_ops.local_alloc(S, slot_shape(load, b), elem))
+            staging = [pipeline_ops.local_alloc(2, ir.RankedTensorType(dot.operands[n].type).shape,
+                                                ir.RankedTensorType(dot.operands[n].type).element_type) for dot, n in made]
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
                 descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
@@ -308,6 +315,14 @@ class TilePipeline:
                 got = pipeline_ops.local_load(ring, read, load.results[0].type, transposed=b is not None and b.transposed)
                 load.results[0].replace_all_uses_with(got)
             nxt = arith.addi(iv, arith.muli(step, _i32(ahead, ity)))
+            half = arith.remsi(i, _i32(2, ity)) if made else None
+        for (dot, n), ring in zip(made, staging):
+            # before: tile.dot %a, %w_decoded, ... -> after: tile.local_store %w_decoded, %ring[i % 2];
+            # tile.dot %a, (tile.local_load %ring[i % 2]), ...: a ring operand, so the dot may stay in flight
+            with ir.InsertionPoint(dot), loop.location:
+                v = dot.operands[n]
+                pipeline_ops.local_store(v, ring, half)
+                dot.operands[n] = pipeline_ops.local_load(ring, half, v.type)
         if async_dots:
             # After the last dot, so that its wgmma runs while the copies are issued.
             last = max((d for d, _ in async_dots), key=lambda d: _position(body, d))
@@ -333,7 +348,7 @@ class TilePipeline:
             if not blocks:  # (a TMA copy is issued only for an iteration that runs, and waited for)
                 pipeline_ops.async_wait(0)
         with ir.InsertionPoint.after(outer.operation) if outer else after_loop, loop.location:
-            for ring in reversed(rings):  # nothing reads or writes them any more
+            for ring in reversed(rings + staging):  # nothing reads or writes them any more
                 pipeline_ops.local_dealloc(ring)
             if blocks:
                 pipeline_ops.mbarrier_dealloc(bars)
@@ -344,10 +359,30 @@ class TilePipeline:
                 if all(not list(r.uses) for r in op.results):
                     op.erase()
 
-    def async_dots(self, loop, body, found) -> list:
+    @staticmethod
+    def made_in_body(loop, found) -> list:
+        """(dot, operand number) of the 16-bit operands of the pipelined loads' wgmma dots
+        that the body computes in registers (a weight decoded from its ring), in a layout
+        other than wgmma's own (which A is read from registers in): each may be staged in a
+        ring of two slots (`tile.local_store`) so that its dot can stay in flight."""
+        loads = {load for load, _ in found}
+        dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
+        out = []
+        for dot in dots:
+            for n in DOT_OPERANDS:
+                v = dot.operands[n]
+                if isinstance(v.owner, ir.Block) or v.owner.operation in loads or not inside(v.owner.operation, loop):
+                    continue
+                t = ir.RankedTensorType(v.type)
+                if t.rank == 2 and element_bits(t.element_type) == 16 and not isinstance(encoding_of(t), Wgmma):
+                    out.append((dot, n))
+        return out
+
+    def async_dots(self, loop, body, found, made=()) -> list:
         """(dot, loop result number) of the pipelined wgmma dots that may stay in flight: each
-        reads both operands from rings (this loop's, or one filled before it) and accumulates
-        into a loop-carried value that only it reads and that only the loop yields."""
+        reads both operands from rings (this loop's, one filled before it, or, for an operand
+        in `made`, the two slots it is to be staged in) and accumulates into a loop-carried
+        value that only it reads and that only the loop yields."""
         loads = {load for load, _ in found}
         dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
         out = []
@@ -356,7 +391,7 @@ class TilePipeline:
             acc, result = dot.operands[2], dot.results[0]
             if not isinstance(encoding_of(result.type), Wgmma) or not isinstance(acc.owner, ir.Block) or acc.owner != body:
                 return []
-            if not all(_in_ring(dot.operands[n], loads, loop) for n in DOT_OPERANDS):
+            if not all(_in_ring(dot.operands[n], loads, loop) or (dot, n) in made for n in DOT_OPERANDS):
                 return []
             uses = [(u.owner, u.operand_number) for u in result.uses]
             if len(uses) != 1 or uses[0][0] != yield_op or len(list(acc.uses)) != 1:

@@ -275,3 +275,22 @@ def test_row_statistics_stay_in_registers(kernel, monkeypatch):
     assert "shfl.sync.bfly" in ptx and "st.global.v4" in ptx
     info = launcher.metadata["ptxas"]
     assert info["spill_stores"] == info["stack_frame"] == 0, info
+
+
+def test_decoded_weight_dot_stays_in_flight(monkeypatch):
+    """The FP8 example's prefill tiles on sm_90a: the decoded weights go to a ring of two
+    slots, so the wgmma of one K step runs while the next decodes (`wgmma.wait_group 1` in
+    the loop, 0 only after it), with no spills."""
+    import fp8_matmul
+
+    monkeypatch.setenv("TILE_TARGET", "sm_90a")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    fp8_matmul.fp8_matmul_kernel._launchers.clear()
+    fp8_matmul.fp8_matmul(torch.empty(256, 512, dtype=torch.bfloat16), torch.empty(512, 256, dtype=torch.float8_e4m3fn),
+                          torch.empty(256, dtype=torch.bfloat16))
+    (launcher,) = fp8_matmul.fp8_matmul_kernel._launchers.values()
+    ptx = launcher.asm["ptx"]
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1 and ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
+    assert '"tile.local_store"' in launcher.asm["tile-opt"]
+    info = launcher.metadata["ptxas"]
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info

@@ -242,6 +242,50 @@ func.func @wgmma_staged(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf16) 
 
 // -----
 
+// An operand staged in a ring slot by `tile.local_store` (tile-pipeline's two
+// slots for a decoded weight): its stores go to slot %slot (1024 elements a slot)
+// with no barrier before them (the slot's last readers were waited for before
+// the ring's barrier), then the async-proxy fence and a barrier; the dot reads it
+// there, as it reads a copied slot.
+
+// CHECK-LABEL: gpu.func @wgmma_local_store
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: arith.muli %arg2, %c1024_i32 : i32
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.store
+// CHECK-NEXT: vector.store
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+!w = tensor<64x64xf32, #tile.wgmma<[1, 1]>>
+!ring_a = memref<2x64x16xbf16, #gpu.address_space<workgroup>>
+!ring_s = memref<2x16x64xbf16, #gpu.address_space<workgroup>>
+func.func @wgmma_local_store(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf16, %slot: i32) attributes {tile.kernel} {
+  %ra = "tile.local_alloc"() : () -> !ring_a
+  %rs = "tile.local_alloc"() : () -> !ring_s
+  "tile.async_wait"() {pending = 0 : i32} : () -> ()
+  %a = "tile.local_load"(%ra, %slot) : (!ring_a, i32) -> tensor<64x16xbf16>
+  %b = "tile.splat"(%x) : (bf16) -> tensor<16x64xbf16>
+  "tile.local_store"(%b, %rs, %slot) : (tensor<16x64xbf16>, !ring_s, i32) -> ()
+  %s = "tile.local_load"(%rs, %slot) : (!ring_s, i32) -> tensor<16x64xbf16>
+  %zf = arith.constant 0.0 : f32
+  %acc = "tile.splat"(%zf) : (f32) -> !w
+  %d = "tile.dot"(%a, %s, %acc) {in_flight = 1 : i32} : (tensor<64x16xbf16>, tensor<16x64xbf16>, !w) -> !w
+  %w = "tile.dot_wait"(%d) {pending = 0 : i32} : (!w) -> !w
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %offs = "tile.splat"(%c0) : (i32) -> tensor<64x64xi32, #tile.wgmma<[1, 1]>>
+  %m = "tile.splat"(%true) : (i1) -> tensor<64x64xi1, #tile.wgmma<[1, 1]>>
+  "tile.store"(%out, %offs, %w, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<64x64xi32, #tile.wgmma<[1, 1]>>, !w, tensor<64x64xi1, #tile.wgmma<[1, 1]>>) -> ()
+  return
+}
+
+// -----
+
 // A dot left in flight (`in_flight`, set by tile-pipeline) commits its wgmma
 // group without waiting; the `tile.dot_wait` after it waits, as inline PTX that
 // takes and gives back the accumulator registers (nothing reads them before it).

@@ -831,21 +831,30 @@ func.func @operand_of_two_loops(%q: !a, %k: !a, %oq: tensor<128x64xi32>, %mq: te
 // A loop with a dot pipelines a load that it reads in registers too: an int8
 // weight tile, decoded before it feeds the dot. Its ring holds the bytes; its
 // `tile.local_load` (read into registers by the codegen, since ops other than dots
-// read it) feeds the decode. The dot whose operand is made in registers does not
-// stay in flight: that operand is staged in scratch that the next iteration reuses.
+// read it) feeds the decode. The decoded operand is staged in a ring of two slots
+// of its own (`tile.local_store` into slot i % 2, read back there), so the dot
+// stays in flight: the next iteration writes the other slot.
 
 // CHECK-LABEL: func.func @decoded_operand
 // CHECK: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<3x128x64xbf16, #gpu.address_space<workgroup>>
 // CHECK-NEXT: %[[RW:.*]] = "tile.local_alloc"() : () -> memref<3x64x128xi8, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[RS:.*]] = "tile.local_alloc"() : () -> memref<2x64x128xbf16, #gpu.address_space<workgroup>>
 // CHECK: "tile.async_copy"(%[[RW]]
 // CHECK: scf.for
-// CHECK-NEXT: "tile.async_wait"() {pending = 1 : i32}
+// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK: %[[I:.*]] = arith.divsi
 // CHECK: %[[A:.*]] = "tile.local_load"(%[[RA]]
 // CHECK-NEXT: %[[W:.*]] = "tile.local_load"(%[[RW]]
+// CHECK: %[[HALF:.*]] = arith.remsi %[[I]], %{{.*}} : i32
 // CHECK: %[[X:.*]] = arith.sitofp %[[W]]
-// CHECK: %[[D:.*]] = "tile.dot"(%[[A]], %[[X]], %{{.*}}) :
-// CHECK-NOT: tile.dot_wait
-// CHECK: scf.yield %[[D]]
+// CHECK-NEXT: "tile.local_store"(%[[X]], %[[RS]], %[[HALF]])
+// CHECK-NEXT: %[[S:.*]] = "tile.local_load"(%[[RS]], %[[HALF]])
+// CHECK-NEXT: %[[D:.*]] = "tile.dot"(%[[A]], %[[S]], %{{.*}}) {in_flight = 1 : i32}
+// CHECK: "tile.async_copy"(%[[RW]]
+// CHECK: %[[DW:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// CHECK-NEXT: scf.yield %[[DW]]
+// CHECK: "tile.dot_wait"(%{{.*}}) {pending = 0 : i32}
+// CHECK: "tile.local_dealloc"(%[[RS]])
 !a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
 !q = memref<?x?xi8, strided<[?, ?], offset: ?>>
 !w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
