@@ -113,7 +113,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from ..dialects import pipeline_ops
-from ..dialects.layout import Wgmma, element_bits, encoding_of
+from ..dialects.layout import element_bits
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar, inside, is_index_load, split_from_group
@@ -121,6 +121,7 @@ from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .block_access import match_copy_block
+from .in_flight_dots import in_flight_dots, made_in_body
 from .invariant_operands import DOT_OPERANDS, stage_invariant_operands
 from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
 from .transposed_copies import transposed_copy
@@ -159,15 +160,6 @@ def _arithmetic(ops) -> bool:
 
 def _to_dots(load) -> bool:
     return all(u.owner.name == "tile.dot" for u in load.results[0].uses)
-
-
-def _in_ring(v, loads, loop) -> bool:
-    """Whether dot operand v is read from a ring: one of `loads` (to be pipelined), or a
-    `tile.local_load` before the loop (`invariant_operands.py`)."""
-    if isinstance(v.owner, ir.Block):
-        return False
-    op = v.owner.operation
-    return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 
 
 def _with_hoisted_base(b, loop):
@@ -256,8 +248,8 @@ class TilePipeline:
         found = self.candidates(loop, body, iv, explicit) if S >= 2 else []
         if not found:
             return
-        made = self.made_in_body(loop, found) if S >= 3 else []
-        async_dots = self.async_dots(loop, body, found, made) if S >= 3 else []
+        made = made_in_body(loop, found) if S >= 3 else []
+        async_dots = in_flight_dots(loop, body, found, made) if S >= 3 else []
         made = [(dot, n) for dot, n in made if any(dot == d for d, _ in async_dots)]
         ahead = S - 1 - (1 if async_dots else 0)  # iterations the copies run ahead
         lb, ub, step = list(loop.operands)[:3]
@@ -358,49 +350,6 @@ class TilePipeline:
             for op in reversed(ops):
                 if all(not list(r.uses) for r in op.results):
                     op.erase()
-
-    @staticmethod
-    def made_in_body(loop, found) -> list:
-        """(dot, operand number) of the 16-bit operands of the pipelined loads' wgmma dots
-        that the body computes in registers (a weight decoded from its ring), in a layout
-        other than wgmma's own (which A is read from registers in): each may be staged in a
-        ring of two slots (`tile.local_store`) so that its dot can stay in flight."""
-        loads = {load for load, _ in found}
-        dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
-        out = []
-        for dot in dots:
-            for n in DOT_OPERANDS:
-                v = dot.operands[n]
-                if isinstance(v.owner, ir.Block) or v.owner.operation in loads or not inside(v.owner.operation, loop):
-                    continue
-                t = ir.RankedTensorType(v.type)
-                if t.rank == 2 and element_bits(t.element_type) == 16 and not isinstance(encoding_of(t), Wgmma):
-                    out.append((dot, n))
-        return out
-
-    def async_dots(self, loop, body, found, made=()) -> list:
-        """(dot, loop result number) of the pipelined wgmma dots that may stay in flight: each
-        reads both operands from rings (this loop's, one filled before it, or, for an operand
-        in `made`, the two slots it is to be staged in) and accumulates into a loop-carried
-        value that only it reads and that only the loop yields."""
-        loads = {load for load, _ in found}
-        dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
-        out = []
-        yield_op = body.operations[len(body.operations) - 1].operation
-        for dot in dots:
-            acc, result = dot.operands[2], dot.results[0]
-            if not isinstance(encoding_of(result.type), Wgmma) or not isinstance(acc.owner, ir.Block) or acc.owner != body:
-                return []
-            if not all(_in_ring(dot.operands[n], loads, loop) or (dot, n) in made for n in DOT_OPERANDS):
-                return []
-            uses = [(u.owner, u.operand_number) for u in result.uses]
-            if len(uses) != 1 or uses[0][0] != yield_op or len(list(acc.uses)) != 1:
-                return []
-            n = uses[0][1]
-            if acc.arg_number != n + 1:  # the iter_arg the yield feeds back
-                return []
-            out.append((dot, n))
-        return out
 
     def issue(self, found, rings, per_load, slot, it, ub, ip):
         """Clone the loads' offsets and masks at induction value `it` (one copy of the ops
