@@ -22,13 +22,18 @@ def _in_ring(v, loads, loop) -> bool:
     return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 
 
+def _dots(found) -> tuple[set, set]:
+    """The pipelined loads of `found` and the dots that read them."""
+    loads = {load for load, _ in found}
+    return loads, {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
+
+
 def made_in_body(loop, found) -> list:
     """(dot, operand number) of the 16-bit operands of the pipelined loads' wgmma dots
     that the body computes in registers (a weight decoded from its ring), in a layout
     other than wgmma's own (which A is read from registers in): each may be staged in a
     ring of two slots (`tile.local_store`) so that its dot can stay in flight."""
-    loads = {load for load, _ in found}
-    dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
+    loads, dots = _dots(found)
     out = []
     for dot in dots:
         for n in DOT_OPERANDS:
@@ -46,8 +51,7 @@ def in_flight_dots(loop, body, found, made=()) -> list:
     reads both operands from rings (this loop's, one filled before it, or, for an operand
     in `made`, the two slots it is to be staged in) and accumulates into a loop-carried
     value that only it reads and that only the loop yields."""
-    loads = {load for load, _ in found}
-    dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
+    loads, dots = _dots(found)
     out = []
     yield_op = body.operations[len(body.operations) - 1].operation
     for dot in dots:

@@ -250,7 +250,7 @@ class TilePipeline:
             return
         made = made_in_body(loop, found) if S >= 3 else []
         async_dots = in_flight_dots(loop, body, found, made) if S >= 3 else []
-        made = [(dot, n) for dot, n in made if any(dot == d for d, _ in async_dots)]
+        made = made if async_dots else []  # (in_flight_dots takes every dot of the loads, or none)
         ahead = S - 1 - (1 if async_dots else 0)  # iterations the copies run ahead
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
@@ -272,8 +272,8 @@ class TilePipeline:
             for (load, _), b in zip(found, per_load):
                 elem = ir.RankedTensorType(load.results[0].type).element_type
                 rings.append(pipeline_ops.local_alloc(S, slot_shape(load, b), elem))
-            staging = [pipeline_ops.local_alloc(2, ir.RankedTensorType(dot.operands[n].type).shape,
-                                                ir.RankedTensorType(dot.operands[n].type).element_type) for dot, n in made]
+            staged = [ir.RankedTensorType(dot.operands[n].type) for dot, n in made]
+            staging = [pipeline_ops.local_alloc(2, t.shape, t.element_type) for t in staged]
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
                 descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
