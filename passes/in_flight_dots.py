@@ -22,10 +22,14 @@ def _in_ring(v, loads, loop) -> bool:
     return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 
 
-def _dots(found) -> tuple[set, set]:
-    """The pipelined loads of `found` and the dots that read them."""
+def _dots(found) -> tuple[set, list]:
+    """The pipelined loads of `found` and the dots that read them, in the loop body's order
+    (the staging rings are made in this order)."""
     loads = {load for load, _ in found}
-    return loads, {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
+    dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
+    body = next(iter(loads)).parent.regions[0].blocks[0]
+    ordered = [op for op in body.operations if op in dots]
+    return loads, ordered + [d for d in dots if d not in ordered]  # (a dot in a nested region: rare)
 
 
 def made_in_body(loop, found) -> list:
@@ -47,24 +51,38 @@ def made_in_body(loop, found) -> list:
 
 
 def in_flight_dots(loop, body, found, made=()) -> list:
-    """(dot, loop result number) of the pipelined wgmma dots that may stay in flight: each
-    reads both operands from rings (this loop's, one filled before it, or, for an operand
-    in `made`, the two slots it is to be staged in) and accumulates into a loop-carried
-    value that only it reads and that only the loop yields."""
+    """The chains of pipelined wgmma dots that may stay in flight, as (dots, loop result
+    number): each dot reads both operands from rings (this loop's, one filled before it,
+    or, for an operand in `made`, the two slots it is to be staged in); the first
+    accumulates into a loop-carried value that only it reads, each next one into the
+    dot before's result, which only it reads (INT4's two halves of K), and only the
+    loop yields the last's. Every dot of the loads, or none: [] when one does not fit."""
     loads, dots = _dots(found)
-    out = []
     yield_op = body.operations[len(body.operations) - 1].operation
-    for dot in dots:
-        acc, result = dot.operands[2], dot.results[0]
-        if not isinstance(encoding_of(result.type), Wgmma) or not isinstance(acc.owner, ir.Block) or acc.owner != body:
+    out, chained = [], set()
+    for first in dots:
+        acc = first.operands[2]
+        if not isinstance(acc.owner, ir.Block) or acc.owner != body:
+            continue  # (not a chain's first; its chain is checked from its first)
+        if len(list(acc.uses)) != 1:
             return []
-        if not all(_in_ring(dot.operands[n], loads, loop) or (dot, n) in made for n in DOT_OPERANDS):
-            return []
-        uses = [(u.owner, u.operand_number) for u in result.uses]
-        if len(uses) != 1 or uses[0][0] != yield_op or len(list(acc.uses)) != 1:
-            return []
-        n = uses[0][1]
-        if acc.arg_number != n + 1:  # the iter_arg the yield feeds back
-            return []
-        out.append((dot, n))
-    return out
+        chain, dot = [], first
+        while True:
+            if not isinstance(encoding_of(dot.results[0].type), Wgmma):
+                return []
+            if not all(_in_ring(dot.operands[n], loads, loop) or (dot, n) in made for n in DOT_OPERANDS):
+                return []
+            chain.append(dot)
+            uses = [(u.owner, u.operand_number) for u in dot.results[0].uses]
+            if len(uses) != 1:
+                return []
+            user, n = uses[0]
+            if user in dots and n == 2:  # the next dot of the chain accumulates into this one
+                dot = user
+                continue
+            if user != yield_op or acc.arg_number != n + 1:  # the iter_arg the yield feeds back
+                return []
+            break
+        out.append((chain, n))
+        chained.update(chain)
+    return out if len(chained) == len(dots) else []

@@ -49,16 +49,18 @@ makes `cp.async` read nothing.
 
 A dot whose accumulator is in the `#tile.wgmma` layout may keep running while
 the next iteration starts (`in_flight`: its lowering commits the wgmma group
-but does not wait for it) when nothing but the next dot reads its result and
-both its operands are in rings. An operand made in registers (a weight decoded
+but does not wait for it) when nothing but the next dot reads its result (the
+next iteration's, or a dot after it that accumulates into it: INT4's two
+halves of K, a chain whose wgmmas the tensor cores order) and both its
+operands are in rings. An operand made in registers (a weight decoded
 from its ring) would be staged in scratch memory that the next iteration
 overwrites; it gets a ring of two slots instead, written by `tile.local_store`
 right before its dot and read there (`tile.local_load`), so that the dot of
 iteration i reads slot i % 2 while iteration i + 1 fills the other. The
 copies of the next stage are then issued after the dot, while the tensor cores
-work, and a `tile.dot_wait {pending = D}` (D = the loop's in-flight dots) ends
-the body: the dots of iteration i - 1 are then done in this warpgroup, and after
-the next wait's barrier in every warpgroup. So the copies run one iteration
+work, and a `tile.dot_wait {pending = D}` (D = the loop's in-flight dots, a
+group each) ends the body: the dots of iteration i - 1 are then done in this
+warpgroup, and after the next wait's barrier in every warpgroup. So the copies run one iteration
 less ahead (S - 2: iteration i + S - 2 goes into the slot of iteration i - 2),
 and after the loop a `tile.dot_wait {pending = 0}` waits for the last dots
 before their results are read:
@@ -317,14 +319,17 @@ class TilePipeline:
                 dot.operands[n] = pipeline_ops.local_load(ring, half, v.type)
         if async_dots:
             # After the last dot, so that its wgmma runs while the copies are issued.
-            last = max((d for d, _ in async_dots), key=lambda d: _position(body, d))
+            last = max((chain[-1] for chain, _ in async_dots), key=lambda d: _position(body, d))
             after = ir.InsertionPoint(body.operations[_position(body, last) + 1])
             issue(write, nxt, ub, after)
+            groups = sum(len(chain) for chain, _ in async_dots)  # one wgmma group a dot
             with after, loop.location:
-                for dot, _ in async_dots:
-                    dot.attributes["in_flight"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
-                    waited = pipeline_ops.dot_wait(dot.results[0], len(async_dots))
-                    dot.results[0].replace_all_uses_except(waited, waited.owner.operation)
+                for chain, _ in async_dots:
+                    for dot in chain:
+                        dot.attributes["in_flight"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
+                    # before: scf.yield %d -> after: scf.yield (tile.dot_wait %d {pending = groups})
+                    waited = pipeline_ops.dot_wait(chain[-1].results[0], groups)
+                    chain[-1].results[0].replace_all_uses_except(waited, waited.owner.operation)
         else:
             issue(write, nxt, ub, top)
         after_loop = ir.InsertionPoint.after(loop.operation)
@@ -333,7 +338,7 @@ class TilePipeline:
                 across.next_tile(issue, its, ub, S, base, trips, after_loop)
         # Epilogue: wait for the last dots, drain the copies still in flight (they copy nothing).
         with after_loop, loop.location:
-            for dot, n in async_dots:
+            for _, n in async_dots:
                 result = loop.results[n]
                 done = pipeline_ops.dot_wait(result, 0)
                 result.replace_all_uses_except(done, done.owner.operation)

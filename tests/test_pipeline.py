@@ -1,6 +1,7 @@
 """The stages end to end without a GPU: dumps, ahead-of-time sm_90/sm_80
 builds, restarting from a stage file, and a runtime that needs no compiler."""
 
+import importlib
 import os
 import re
 import subprocess
@@ -277,20 +278,26 @@ def test_row_statistics_stay_in_registers(kernel, monkeypatch):
     assert info["spill_stores"] == info["stack_frame"] == 0, info
 
 
-def test_decoded_weight_dot_stays_in_flight(monkeypatch):
-    """The FP8 example's prefill tiles on sm_90a: the decoded weights go to a ring of two
-    slots, so the wgmma of one K step runs while the next decodes (`wgmma.wait_group 1` in
-    the loop, 0 only after it), with no spills."""
-    import fp8_matmul
-
+@pytest.mark.parametrize("name, groups", [("fp8_matmul", 1), ("int4_matmul", 2)])
+def test_decoded_weight_dot_stays_in_flight(monkeypatch, name, groups):
+    """The quantized examples' prefill tiles on sm_90a: the decoded weights go to rings of
+    two slots, so the wgmma of one K step runs while the next decodes (`wgmma.wait_group`
+    for all but this step's groups in the loop: FP8's one dot, INT4's two chained on one
+    accumulator; 0 only after it), with no spills."""
+    example = importlib.import_module(name)
     monkeypatch.setenv("TILE_TARGET", "sm_90a")
     monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
-    fp8_matmul.fp8_matmul_kernel._launchers.clear()
-    fp8_matmul.fp8_matmul(torch.empty(256, 512, dtype=torch.bfloat16), torch.empty(512, 256, dtype=torch.float8_e4m3fn),
-                          torch.empty(256, dtype=torch.bfloat16))
-    (launcher,) = fp8_matmul.fp8_matmul_kernel._launchers.values()
+    kernel = getattr(example, name + "_kernel")
+    kernel._launchers.clear()
+    a = torch.empty(256, 512, dtype=torch.bfloat16)
+    if name == "fp8_matmul":
+        example.fp8_matmul(a, torch.empty(512, 256, dtype=torch.float8_e4m3fn), torch.empty(256, dtype=torch.bfloat16))
+    else:
+        example.int4_matmul(a, torch.empty(256, 256, dtype=torch.int8), torch.empty(4, 256, dtype=torch.bfloat16), 128)
+    (launcher,) = kernel._launchers.values()
     ptx = launcher.asm["ptx"]
-    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1 and ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
-    assert '"tile.local_store"' in launcher.asm["tile-opt"]
+    assert ptx.count(f"wgmma.wait_group.sync.aligned {groups};") == 1 and ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
+    assert ptx.count("wgmma.wait_group") == 2
+    assert launcher.asm["tile-opt"].count('"tile.local_store"') == groups
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
