@@ -1,5 +1,5 @@
 """Launch the FP8 and INT4 weight-only matmuls of `decode_probe.py` (M=4096, N=K=8192, the
-examples' prefill tiles) a few times each, for a profiler:
+examples' prefill tiles, `PREFILL_TILES`) a few times each, for a profiler:
 
     ncu --clock-control none --kernel-name regex:'(fp8|int4)_matmul' --launch-skip 1 --launch-count 2 \\
         --section WarpStateStats --section SourceCounters python3 benchmarks/quantized_profile.py
@@ -8,6 +8,7 @@ The kernels come from the cache `decode_probe.py --compile-only` filled (same sh
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -16,14 +17,15 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from decode_probe import quantized_cases  # noqa: E402
-
-PREFILL = (128, 128, 64, 8, 3)
+from implementations import _examples  # noqa: E402
 
 
 def main() -> None:
-    cases = quantized_cases("cuda", 4096, PREFILL)
+    _examples()
     for name in ("fp8", "int4"):
-        run = cases[name][0]
+        example = importlib.import_module(f"{name}_matmul")
+        t = example.PREFILL_TILES
+        run = quantized_cases("cuda", 4096, (t["BM"], t["BN"], t["BK"], t["num_warps"], t["num_stages"]))[name][0]
         for _ in range(3):
             run()
     torch.cuda.synchronize()
