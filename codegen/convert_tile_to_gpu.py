@@ -55,7 +55,8 @@ from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from .distributed_async_copy import MAX_SHARED
 from .float8 import is_float8, widen_float8
-from .held_registers import defer, is_elementwise, only_read_through
+from ..passes.index_values import is_elementwise
+from .held_registers import defer, only_read_through
 from .static_registers import repeats, vector_reads
 from .distributed_tma import bulk_reads_done
 

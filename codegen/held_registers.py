@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
+from ..passes.index_values import is_elementwise
 from .register_vectors import elements, from_elements
 from .static_registers import broadcast_coords, reshape_coords, thread_coords
 
@@ -56,11 +57,6 @@ def defer(self, value, materialize) -> None:
     (`Translator.value`), kept for later uses in the block it was deferred in."""
     self.map[value] = None
     self.deferred[value] = (materialize, ir.InsertionPoint.current.block)
-
-
-def is_elementwise(op) -> bool:
-    """An `arith`/`math` op without regions: on tiles, the same op on every element."""
-    return op.name.startswith(("arith.", "math.")) and not op.regions
 
 
 def _holder(self, v):

@@ -10,11 +10,13 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
+from ..passes.index_values import SHAPE_OPS, index_only
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
 from .fast_math import F32_FAST
 from .float8 import is_float8, widen_float8
-from .held_registers import defer, held_at, is_elementwise, only_read_through
+from ..passes.index_values import is_elementwise
+from .held_registers import defer, held_at, only_read_through
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -22,20 +24,11 @@ from .register_vectors import linear_index
 from .register_vectors import splat as _splat
 from .static_registers import broadcast_coords, reshape_coords, thread_coords
 
-REMAT = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
 _CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
 
 
-def rematerializable(self, v, depth=0) -> bool:
-    v = through_groups(v)  # recomputable values stay so across fusion groups
-    if depth > 12 or not isinstance(v.type, ir.RankedTensorType) or isinstance(v.owner, ir.Block):
-        return False
-    op = v.owner.operation
-    if op.name in REMAT:
-        return op.name in ("tile.arange", "tile.splat", "arith.constant") or self.rematerializable(op.operands[0], depth + 1)
-    if is_elementwise(op):
-        return all(self.rematerializable(o, depth + 1) or not isinstance(o.type, ir.RankedTensorType) for o in op.operands)
-    return False
+def rematerializable(self, v) -> bool:
+    return index_only(v)
 
 
 def eval_at(self, v, coords: list, n: int, static: list | None = None):
@@ -43,7 +36,7 @@ def eval_at(self, v, coords: list, n: int, static: list | None = None):
     the same coordinates as numbers per thread ([threads, n] a dim), where known."""
     v = through_groups(v)  # recomputable values stay so across fusion groups
     t = ir.RankedTensorType(v.type)
-    shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in REMAT
+    shape_op = not isinstance(v.owner, ir.Block) and v.owner.operation.name in SHAPE_OPS
     if not shape_op and not self.rematerializable(v):
         held = held_at(self, v, coords, n, static) if static is not None else None
         if held is not None:  # every thread holds what it needs: no shared memory

@@ -42,7 +42,10 @@ scores and the accumulator, stay in registers:
 A shape broadcast into a blocked 2-D tile (R x 1 or 1 x C: a row's statistics, a
 column vector) takes that tile's layout, and the 1-D shape of R (or C) its slice:
 the layout of that dim alone, whose other lanes and warps hold copies, as
-Triton's slice layouts (`_sliced_shapes`). A reduction along a row then leaves
+Triton's slice layouts (`_sliced_shapes`; broadcasts of data decide before those of
+index values, which any thread recomputes; in a kernel with dots only data decides:
+a quantized weight's scale row, read where its weights are decoded, not exchanged
+through shared memory twice a step). A reduction along a row then leaves
 each row where the broadcast back reads it, and the codegen picks the registers
 instead of going through shared memory (`codegen/held_registers.py`). Where the
 default layout spreads a row over part of a warp (128 16-bit columns: 16 lanes of
@@ -79,6 +82,7 @@ from mlir import ir
 from ..dialects import tile_ops
 from ..dialects.layout import Blocked, Mma, Rows, Wgmma, element_bits, encoding_of, with_encoding
 from .axis_info import AxisInfo
+from .index_values import index_only
 from .registry import register_pass
 from .walk import all_ops
 
@@ -127,8 +131,10 @@ class TileAssignLayouts:
             shape = tuple(shape)
             return rows_a_warp.get(shape) or mma.get(shape) or Blocked.default(list(shape), bits.get(shape, 32), self.num_warps)
 
-        # (Not in tensor-core kernels, whose tiles meet mma layouts, not slices, at their broadcasts.)
-        sliced = _sliced_shapes(ops, by_shape) if not dots else _row_shapes(ops, by_shape)
+        # (In tensor-core kernels, whose tiles meet mma layouts at their broadcasts, only data
+        # broadcast into a blocked tile: the rows of a tensor-core tile go by `_row_shapes`.)
+        sliced = _sliced_shapes(ops, by_shape) if not dots else {
+            **_sliced_shapes(ops, by_shape, data_only=True), **_row_shapes(ops, by_shape)}
         accumulated = _accumulator_values(ops)
         for op in ops:
             for v in _tiles(op):
@@ -200,12 +206,15 @@ class TileAssignLayouts:
             op.operands[operand] = tile_ops.convert_layout(value, with_encoding(value.type, blocked))
 
 
-def _sliced_shapes(ops, by_shape) -> dict:
+def _sliced_shapes(ops, by_shape, data_only: bool = False) -> dict:
     """Layouts for the shapes broadcast into a blocked 2-D tile (a row's statistics, a
     column vector), so that a thread holds the elements it broadcasts, as Triton's slice
     layouts do: an R x 1 (or 1 x C) shape takes the 2-D tile's layout, and the 1-D shape of
-    R (or C) its slice, the layout of that dim alone. A shape that would get two is left to
-    its default.
+    R (or C) its slice, the layout of that dim alone. Where broadcasts of data (not index
+    values, which a thread recomputes in any layout: `index_values.py`) agree, they decide;
+    else all the shape's broadcasts, if they agree; else the shape keeps its default.
+    `data_only`: only broadcasts of data decide (a tensor-core kernel's: a quantized
+    weight's scale row read where the decoded weights are, not through shared memory).
 
         # before: rows reduced, then read back along each row (through shared memory)
         %m = "tile.reduce"(%x) {axis = 1} : (tensor<16x256xf32, #tile.blocked<[1, 4], [1, 32], [4, 1], [1, 0]>>)
@@ -213,7 +222,7 @@ def _sliced_shapes(ops, by_shape) -> dict:
         # after: each warp's rows, in every lane (held where the reduction leaves them)
                -> tensor<16xf32, #tile.blocked<[1], [1], [4], [0]>>
     """
-    found: dict = {}
+    found: dict = {}  # shape -> (layouts from data, layouts from all)
     for op in ops:
         if op.name != "tile.broadcast":
             continue
@@ -222,10 +231,18 @@ def _sliced_shapes(ops, by_shape) -> dict:
         if len(dst) != 2 or not isinstance(parent, Blocked) or src.count(1) != 1:
             continue
         keep = 0 if src[1] == 1 else 1
+        data = not index_only(op.operands[0])
         for shape, layout in ((src, parent), ((dst[keep],), parent.slice(keep))):
             if layout is not None:
-                found.setdefault(shape, set()).add(layout)
-    return {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1}
+                votes = found.setdefault(shape, (set(), set()))
+                votes[0].update([layout] if data else [])
+                votes[1].add(layout)
+    out = {}
+    for shape, (from_data, from_all) in found.items():
+        chosen = from_data if from_data or data_only else from_all
+        if len(chosen) == 1:
+            out[shape] = next(iter(chosen))
+    return out
 
 
 def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> dict:

@@ -198,6 +198,31 @@ func.func @epilogue_columns(%c: !c, %a: tensor<128x64xbf16>, %b: tensor<64x128xb
 
 // -----
 
+// In a kernel with dots, a row of data broadcast into a blocked tile (a quantized
+// weight's scales, over the weights decoded for a dot) takes that tile's layout,
+// so that each thread holds the scales of its own columns; the index row of the
+// same shape broadcast into another layout does not decide (any thread
+// recomputes it), and its broadcast is left as it is.
+
+// CHECK-LABEL: func.func @scale_row
+// CHECK: "tile.broadcast"(%{{.*}}) : (tensor<1x128xf32, #tile.blocked<[[L:.*]]>>) -> tensor<64x128xf32, #tile.blocked<[[L]]>>
+// CHECK: "tile.dot"
+// CHECK: "tile.broadcast"(%{{.*}}) : (tensor<1x128xi32, #tile.blocked<[[L]]>>) -> tensor<2x128xi32, #tile.blocked<{{.*}}>>
+func.func @scale_row(%a: tensor<128x64xbf16>, %w: tensor<64x128xi32>, %s: tensor<1x128xf32>,
+                     %acc: tensor<128x128xf32>) -> (tensor<128x128xf32>, tensor<2x128xi32>) {
+  %x = arith.sitofp %w : tensor<64x128xi32> to tensor<64x128xf32>
+  %sb = "tile.broadcast"(%s) : (tensor<1x128xf32>) -> tensor<64x128xf32>
+  %y = arith.mulf %x, %sb : tensor<64x128xf32>
+  %b = arith.truncf %y : tensor<64x128xf32> to tensor<64x128xbf16>
+  %d = "tile.dot"(%a, %b, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  %r = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %cols = "tile.reshape"(%r) : (tensor<128xi32>) -> tensor<1x128xi32>
+  %cb = "tile.broadcast"(%cols) : (tensor<1x128xi32>) -> tensor<2x128xi32>
+  return %d, %cb : tensor<128x128xf32>, tensor<2x128xi32>
+}
+
+// -----
+
 // A reduction of a tensor-core tile (attention's row maximum of its scores)
 // reads it in its shape's blocked layout: a convert_layout goes before the reduce.
 
