@@ -885,9 +885,11 @@ func.func @decoded_operand(%a: !a, %b: !q, %oa: tensor<128x64xi32>, %ob: tensor<
 // -----
 
 // Two dots chained on one accumulator (INT4's two halves of K: the second
-// accumulates into the first's result) stay in flight together: each stages its
-// decoded operand in two slots of its own, neither waits, and the body ends
-// waiting for all but this iteration's two wgmma groups.
+// accumulates into the first's result) stay in flight together, with 4 stages
+// (here the loop's own `tile.num_stages`): each stages its decoded operand in two
+// slots of its own, neither waits, and the body ends waiting for all but this
+// iteration's two wgmma groups. With 3 stages they wait each iteration, so that
+// the copies keep running two iterations ahead.
 
 // CHECK-LABEL: func.func @chained_dots
 // CHECK: %[[RL:.*]] = "tile.local_alloc"() : () -> memref<2x64x128xbf16, #gpu.address_space<workgroup>>
@@ -903,11 +905,44 @@ func.func @decoded_operand(%a: !a, %b: !q, %oa: tensor<128x64xi32>, %ob: tensor<
 // CHECK: %[[DW:.*]] = "tile.dot_wait"(%[[D2]]) {pending = 2 : i32}
 // CHECK-NEXT: scf.yield %[[DW]]
 // CHECK: "tile.dot_wait"(%{{.*}}) {pending = 0 : i32}
+
+// OFF-LABEL: func.func @chained_dots
+// OFF: "tile.dot_wait"(%{{.*}}) {pending = 2 : i32}
 !a = memref<?x?xbf16, strided<[?, ?], offset: ?>>
 !q = memref<?x?xi8, strided<[?, ?], offset: ?>>
 !w = tensor<128x128xf32, #tile.wgmma<[2, 1]>>
 func.func @chained_dots(%a: !a, %b: !q, %oa: tensor<128x64xi32>, %ob: tensor<64x128xi32>, %ma: tensor<128x64xi1>,
                         %mb: tensor<64x128xi1>, %K: i32) -> !w {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zf = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %z8 = arith.constant 0 : i8
+  %acc0 = "tile.splat"(%zf) : (f32) -> !w
+  %za = "tile.splat"(%zb) : (bf16) -> tensor<128x64xbf16>
+  %zq = "tile.splat"(%z8) : (i8) -> tensor<64x128xi8>
+  %r = scf.for %k = %c0 to %K step %c64 iter_args(%acc = %acc0) -> (!w) : i32 {
+    %ks = "tile.splat"(%k) : (i32) -> tensor<128x64xi32>
+    %offa = arith.addi %oa, %ks : tensor<128x64xi32>
+    %ta = "tile.load"(%a, %offa, %ma, %za) : (!a, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xbf16>) -> tensor<128x64xbf16>
+    %kbs = "tile.splat"(%k) : (i32) -> tensor<64x128xi32>
+    %offb = arith.addi %ob, %kbs : tensor<64x128xi32>
+    %tq = "tile.load"(%b, %offb, %mb, %zq) : (!q, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xi8>) -> tensor<64x128xi8>
+    %lo = arith.sitofp %tq : tensor<64x128xi8> to tensor<64x128xbf16>
+    %hi = arith.uitofp %tq : tensor<64x128xi8> to tensor<64x128xbf16>
+    %d1 = "tile.dot"(%ta, %lo, %acc) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+    %d2 = "tile.dot"(%ta, %hi, %d1) : (tensor<128x64xbf16>, tensor<64x128xbf16>, !w) -> !w
+    scf.yield %d2 : !w
+  } {tile.num_stages = 4 : i32}
+  return %r : !w
+}
+
+// CHECK-LABEL: func.func @chained_dots_three_stages
+// CHECK-NOT: tile.local_store
+// CHECK-NOT: in_flight
+// CHECK: return
+func.func @chained_dots_three_stages(%a: !a, %b: !q, %oa: tensor<128x64xi32>, %ob: tensor<64x128xi32>, %ma: tensor<128x64xi1>,
+                                     %mb: tensor<64x128xi1>, %K: i32) -> !w {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
   %zf = arith.constant 0.0 : f32
