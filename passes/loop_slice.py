@@ -49,7 +49,7 @@ def body_slice(values, body, loop, iv):
     return [op.operation for op in body.operations if op.operation in needed]
 
 
-def split_from_group(v, body, loop, iv):
+def split_from_group(v, body, loop, iv, memo: dict | None = None):
     """v itself, or, where v is a result of a fusion group of `body` that also reads
     loop-carried values (attention's V offsets, grouped with the softmax), a clone of the
     ops of the group that compute it alone, placed before the group: the value a copy of
@@ -60,7 +60,14 @@ def split_from_group(v, body, loop, iv):
         %g:2 = scf.execute_region { ... %p = exp2(%s - %m) ... %offs = %base + %rn * %stride ... yield %p, %offs }
         # after: the offsets' ops alone, then the group
         %offs' = %base + %rn * %stride
-        %g:2 = scf.execute_region { ... yield %p, %offs }"""
+        %g:2 = scf.execute_region { ... yield %p, %offs }
+
+    `memo` (old value -> its clone), shared by the calls for one load's offsets and mask,
+    clones what they share once: a block's row vector stays one value in both, as
+    `block_access.py` wants it."""
+    memo = {} if memo is None else memo
+    if v in memo:
+        return memo[v]
     if isinstance(v.owner, ir.Block) or v.owner.operation.name != "scf.execute_region":
         return v
     group = v.owner.operation
@@ -78,11 +85,16 @@ def split_from_group(v, body, loop, iv):
             return v
         else:
             outside.append(x)
-    if body_slice(outside, body, loop, iv) is None:
+    # A value it reads from another such group (a mask's row bound computed beside
+    # another load) is split out of that one first.
+    for x in outside:
+        if not isinstance(x.owner, ir.Block) and x.owner.operation.name == "scf.execute_region":
+            memo[x] = split_from_group(x, body, loop, iv, memo)
+    if body_slice([memo.get(x, x) for x in outside], body, loop, iv) is None:
         return v
-    mapping = {}
-    clone_slice([op.operation for op in inner.operations if op.operation in needed], mapping, ir.InsertionPoint(group))
-    return mapping.get(yielded, yielded)
+    clone_slice([op.operation for op in inner.operations if op.operation in needed
+                 and not all(r in memo for r in op.results)], memo, ir.InsertionPoint(group))
+    return memo.get(yielded, yielded)
 
 
 def _remap(op, mapping):

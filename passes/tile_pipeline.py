@@ -230,7 +230,8 @@ class TilePipeline:
                 continue  # (a copy run ahead would read before this loop's stores wrote)
             ops = body_slice([offsets, mask], body, loop, iv)
             if not _arithmetic(ops):  # the offsets or mask grouped with this iteration's dots' values
-                split = [split_from_group(v, body, loop, iv) for v in (offsets, mask)]
+                memo: dict = {}  # (what the offsets and mask share, cloned once)
+                split = [split_from_group(v, body, loop, iv, memo) for v in (offsets, mask)]
                 ops = body_slice(split, body, loop, iv)
                 if _arithmetic(ops):
                     op.operands[1], op.operands[2] = split
