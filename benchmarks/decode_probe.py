@@ -43,7 +43,9 @@ CONFIGS = {
     4096: [(64, 64, 64, 4, 1), (64, 64, 64, 4, 3), (128, 128, 64, 8, 1), (128, 128, 64, 8, 2), (128, 128, 64, 8, 3),
            (128, 128, 64, 8, 4), (128, 256, 64, 8, 2), (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 256, 64, 8, 5),
            (256, 128, 64, 8, 2), (256, 128, 64, 8, 4),
-           (256, 128, 32, 8, 6), (128, 256, 32, 8, 6), (128, 128, 32, 8, 8)]  # (K steps of 32: more stages ahead),  # (one-warpgroup tiles, two programs an SM, did no better: results 2026-12-05-1936)
+           # (one-warpgroup tiles, two programs an SM, did no better: results 2026-12-05-1936); K steps of
+           # 32, more stages ahead (compiled 2026-12-06, not yet timed):
+           (256, 128, 32, 8, 6), (128, 256, 32, 8, 6), (128, 128, 32, 8, 8)]
 }
 # (tokens a step, num_warps, the token loop's pipelining depth, programs per (sequence, head)), tile and
 # Triton alike
