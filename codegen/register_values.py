@@ -10,12 +10,11 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from ..passes.index_values import SHAPE_OPS, index_only
+from ..passes.index_values import SHAPE_OPS, index_only, is_elementwise
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
 from .fast_math import F32_FAST
 from .float8 import is_float8, widen_float8
-from ..passes.index_values import is_elementwise
 from .held_registers import defer, held_at, only_read_through
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements

@@ -22,12 +22,11 @@ def _in_ring(v, loads, loop) -> bool:
     return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 
 
-def _dots(found) -> tuple[set, list]:
+def _dots(found, body) -> tuple[set, list]:
     """The pipelined loads of `found` and the dots that read them, in the loop body's order
     (the staging rings are made in this order)."""
     loads = {load for load, _ in found}
     dots = {u.owner for load in loads for u in load.results[0].uses if u.owner.name == "tile.dot"}
-    body = next(iter(loads)).parent.regions[0].blocks[0]
     ordered = [op for op in body.operations if op in dots]
     return loads, ordered + [d for d in dots if d not in ordered]  # (a dot in a nested region: rare)
 
@@ -37,7 +36,7 @@ def made_in_body(loop, found) -> list:
     that the body computes in registers (a weight decoded from its ring), in a layout
     other than wgmma's own (which A is read from registers in): each may be staged in a
     ring of two slots (`tile.local_store`) so that its dot can stay in flight."""
-    loads, dots = _dots(found)
+    loads, dots = _dots(found, loop.regions[0].blocks[0])
     out = []
     for dot in dots:
         for n in DOT_OPERANDS:
@@ -57,7 +56,7 @@ def in_flight_dots(loop, body, found, made=()) -> list:
     accumulates into a loop-carried value that only it reads, each next one into the
     dot before's result, which only it reads (INT4's two halves of K), and only the
     loop yields the last's. Every dot of the loads, or none: [] when one does not fit."""
-    loads, dots = _dots(found)
+    loads, dots = _dots(found, body)
     yield_op = body.operations[len(body.operations) - 1].operation
     out, chained = [], set()
     for first in dots:

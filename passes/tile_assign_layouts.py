@@ -234,9 +234,10 @@ def _sliced_shapes(ops, by_shape, data_only: bool = False) -> dict:
         data = not index_only(op.operands[0])
         for shape, layout in ((src, parent), ((dst[keep],), parent.slice(keep))):
             if layout is not None:
-                votes = found.setdefault(shape, (set(), set()))
-                votes[0].update([layout] if data else [])
-                votes[1].add(layout)
+                from_data, from_all = found.setdefault(shape, (set(), set()))
+                from_all.add(layout)
+                if data:
+                    from_data.add(layout)
     out = {}
     for shape, (from_data, from_all) in found.items():
         chosen = from_data if from_data or data_only else from_all
