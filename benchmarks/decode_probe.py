@@ -45,7 +45,9 @@ CONFIGS = {
            (256, 128, 64, 8, 2), (256, 128, 64, 8, 4),
            # (one-warpgroup tiles, two programs an SM, did no better: results 2026-12-05-1936); K steps of
            # 32, more stages ahead (compiled 2026-12-06, not yet timed):
-           (256, 128, 32, 8, 6), (128, 256, 32, 8, 6), (128, 128, 32, 8, 8)]
+           (256, 128, 32, 8, 6), (128, 256, 32, 8, 6), (128, 128, 32, 8, 8),
+           # INT4 at 256x128x64/8/2 led on 2026-12-06 05:08 (425 TFLOP/s); the same rows at K steps of 32:
+           (256, 128, 32, 8, 3), (256, 128, 32, 8, 4)]
 }
 # (tokens a step, num_warps, the token loop's pipelining depth, programs per (sequence, head)), tile and
 # Triton alike

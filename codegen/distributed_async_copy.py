@@ -67,12 +67,12 @@ class SharedTile:
     @property
     def panel(self) -> int:
         """Columns per panel."""
-        return shared_panel(self.cols, bits(self.elem))[0]
+        return shared_panel(self.rows, self.cols, bits(self.elem))[0]
 
     @property
     def swizzle_bytes(self) -> int:
         """The hardware swizzle of the panels: 128, 64 or 32 bytes (0: none)."""
-        return shared_panel(self.cols, bits(self.elem))[1]
+        return shared_panel(self.rows, self.cols, bits(self.elem))[1]
 
     @property
     def swizzled(self) -> bool:

@@ -52,7 +52,7 @@ from .distributed_convert import chunks_of, stage
 from .register_vectors import i32
 
 _SPACE = "#gpu.address_space<workgroup>"
-_SWIZZLE = {32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
+_SWIZZLE = {0: "none", 32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
 _SUSPEND_HINT_NS = 0x989680  # how long a waiting thread may sleep between checks (as upstream's examples)
 
 

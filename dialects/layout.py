@@ -56,15 +56,18 @@ def element_bits(elem: ir.Type) -> int:
     return ir.FloatType(elem).width
 
 
-def shared_panel(cols: int, elem_bits: int) -> tuple[int, int]:
-    """How a tile with rows of `cols` elements is laid out in shared memory: (columns per
-    panel, swizzle bytes). Rows wider than 128 bytes are cut into 128-byte panels stored one
-    after the other; a panel row of 2, 4 or 8 16-byte units is XOR-swizzled (the hardware's
-    32-, 64- and 128-byte swizzles, which wgmma and TMA read and write); 0: not swizzled."""
+def shared_panel(rows: int, cols: int, elem_bits: int) -> tuple[int, int]:
+    """How a rows x cols tile is laid out in shared memory: (columns per panel, swizzle
+    bytes). Rows wider than 128 bytes are cut into 128-byte panels stored one after the
+    other; a panel row of 2, 4 or 8 16-byte units is XOR-swizzled (the hardware's 32-, 64-
+    and 128-byte swizzles, which wgmma and TMA read and write); 0: not swizzled. Only
+    tiles of a multiple of 8 rows are swizzled: the hardware swizzles by address bits, and
+    only then does every panel (and every slot of a ring of such tiles) start on the
+    swizzle's period of 8 lines, where its pattern and `SharedTile`'s, by row, agree."""
     unit = 128 // elem_bits  # elements per 16 bytes
     panel = 8 * unit if cols > 8 * unit and cols % (8 * unit) == 0 else cols
     units = panel // unit
-    swizzled = panel % unit == 0 and units >= 2 and units & (units - 1) == 0
+    swizzled = rows % 8 == 0 and panel % unit == 0 and units >= 2 and units & (units - 1) == 0
     return panel, (panel * elem_bits // 8 if swizzled else 0)
 
 

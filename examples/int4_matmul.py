@@ -57,9 +57,10 @@ def pack_int4(q: torch.Tensor) -> torch.Tensor:
 # configs at N = K = 8192 (H100, 2026-12-05): thin tiles with deep rings for decoding (M <= 16: the
 # weights' bytes dominate, and more programs read them at once), wgmma-sized ones for prefill.
 DECODE_TILES = dict(BM=16, BN=64, BK=128, num_warps=4, num_stages=4)  # 1.29-1.30x torch, 2026-12-06 03:20, H100
-# (prefill at 4 stages since 2026-12-06: its two dots then stay in flight, 328-334 TFLOP/s against 302-304 at
-# 3 stages before; 128x256x64 at 2 stages, 344-347, spills 28 registers; H100)
-PREFILL_TILES = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4)
+# (prefill: 256x128x64 at 2 stages 425-427 TFLOP/s, 0.54x torch, where 128x128x64 at 4 stages, its two dots
+# in flight, had 332 and 128x256x64 at 2 stages 352: each decoded weight tile serves 256 rows of
+# activations; 2026-12-06 05:08, H100)
+PREFILL_TILES = dict(BM=256, BN=128, BK=64, num_warps=8, num_stages=2)
 
 
 def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group: int,

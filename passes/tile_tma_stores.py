@@ -157,7 +157,7 @@ class TileTmaStores:
         rows, cols = t.shape
         if not tensor_map_ready(b, store.operands[0], [rows, cols], t, divisible):
             return
-        panel, swizzle = shared_panel(cols, element_bits(t.element_type))
+        panel, swizzle = shared_panel(rows, cols, element_bits(t.element_type))
         desc = add_descriptor(store, b)
         converts = [through_groups(v) for v in store.operands[1:]]
         with ir.InsertionPoint(store), store.location:

@@ -57,9 +57,13 @@ def tensor_map_ready(b, tensor, shape: list[int], tile_type, divisible: set) -> 
     """Whether a tensor map can describe block `b` of kernel tensor `tensor`, moved through
     a shared tile of `shape`: the tensor known 16-byte aligned, bounds and a row stride that
     are kernel arguments or constants, the stride a known multiple of 16 bytes (what a
-    tensor map requires), at most 256 rows in swizzled panels."""
+    tensor map requires), at most 256 rows in panels of 32, 64 or 128 bytes (swizzled, or
+    where the rows are not a multiple of 8 not: `shared_panel`), each copy's destination on
+    128 bytes (as TMA requires: a 1-row tile of 64 bytes would put its ring's second slot off)."""
     elem = ir.RankedTensorType(tile_type).element_type
-    if (shape[0] > 256 or shared_panel(shape[1], element_bits(elem))[1] == 0
+    panel, _ = shared_panel(*shape, element_bits(elem))
+    if (shape[0] > 256 or shared_panel(8, shape[1], element_bits(elem))[1] == 0
+            or shape[0] * panel * element_bits(elem) // 8 % 128
             or _kernel_argument(tensor) not in divisible or any(_reference(v) is None for v in (b.rows, b.cols, b.stride))):
         return False
     kind, value = _reference(b.stride)
@@ -76,7 +80,7 @@ def add_descriptor(access, b) -> ir.Value:
         fn = fn.parent
     t = ir.RankedTensorType(_tile_type(access))
     shape = slot_shape(access, b)
-    panel, swizzle = shared_panel(shape[1], element_bits(t.element_type))
+    panel, swizzle = shared_panel(*shape, element_bits(t.element_type))
     ptr = ir.Type.parse("!llvm.ptr")
     arg = fn.regions[0].blocks[0].add_argument(ptr, fn.location)
     ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
@@ -125,7 +129,7 @@ def issue_tma(found, blocks, rings, bars, descs, slot, it, ub, ip, outer=None, a
             row, col = (_coordinate(start, bound, mapping) for start, bound in ((b.row, b.rows), (b.col, b.cols)))
             if b.transposed:
                 row, col = col, row
-            panel, swizzle = shared_panel(shape[1], element_bits(t.element_type))
+            panel, swizzle = shared_panel(*shape, element_bits(t.element_type))
             pipeline_ops.tma_load(ring, slot, bars, desc, row, col, live, [shape[0], panel], swizzle)
 
 

@@ -278,12 +278,9 @@ def test_row_statistics_stay_in_registers(kernel, monkeypatch):
     assert info["spill_stores"] == info["stack_frame"] == 0, info
 
 
-@pytest.mark.parametrize("name, groups", [("fp8_matmul", 1), ("int4_matmul", 2)])
-def test_decoded_weight_dot_stays_in_flight(monkeypatch, name, groups):
-    """The quantized examples' prefill tiles on sm_90a: the decoded weights go to rings of
-    two slots, so the wgmma of one K step runs while the next decodes (`wgmma.wait_group`
-    for all but this step's groups in the loop: FP8's one dot, INT4's two chained on one
-    accumulator; 0 only after it), with no spills; FP8's K-loop loads by TMA."""
+def _quantized_launcher(monkeypatch, name, **tiles):
+    """The sm_90a launcher of a quantized example's kernel at M = 256 (its prefill tiles
+    unless `tiles` names others), compiled only."""
     example = importlib.import_module(name)
     monkeypatch.setenv("TILE_TARGET", "sm_90a")
     monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
@@ -291,18 +288,45 @@ def test_decoded_weight_dot_stays_in_flight(monkeypatch, name, groups):
     kernel._launchers.clear()
     a = torch.empty(256, 512, dtype=torch.bfloat16)
     if name == "fp8_matmul":
-        example.fp8_matmul(a, torch.empty(512, 256, dtype=torch.float8_e4m3fn), torch.empty(256, dtype=torch.bfloat16))
+        example.fp8_matmul(a, torch.empty(512, 256, dtype=torch.float8_e4m3fn), torch.empty(256, dtype=torch.bfloat16),
+                           **tiles)
     else:
-        example.int4_matmul(a, torch.empty(256, 256, dtype=torch.int8), torch.empty(4, 256, dtype=torch.bfloat16), 128)
+        example.int4_matmul(a, torch.empty(256, 256, dtype=torch.int8), torch.empty(4, 256, dtype=torch.bfloat16), 128,
+                            **tiles)
     (launcher,) = kernel._launchers.values()
+    return launcher
+
+
+def _assert_no_spills(launcher):
+    info = launcher.metadata["ptxas"]
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
+
+
+# (INT4 at 4 stages: the example's prefill tiles have 2, where a chain does not stay in flight)
+@pytest.mark.parametrize("name, groups, tiles", [
+    ("fp8_matmul", 1, {}), ("int4_matmul", 2, dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4))])
+def test_decoded_weight_dot_stays_in_flight(monkeypatch, name, groups, tiles):
+    """The quantized examples' prefill tiles on sm_90a (INT4's at 4 stages): the decoded
+    weights go to rings of two slots, so the wgmma of one K step runs while the next decodes
+    (`wgmma.wait_group` for all but this step's groups in the loop: FP8's one dot, INT4's two
+    chained on one accumulator; 0 only after it), with no spills; FP8's K-loop loads by TMA."""
+    launcher = _quantized_launcher(monkeypatch, name, **tiles)
     ptx = launcher.asm["ptx"]
     assert ptx.count(f"wgmma.wait_group.sync.aligned {groups};") == 1 and ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
     assert ptx.count("wgmma.wait_group") == 2
     if name == "fp8_matmul":  # every K-loop load by TMA
         assert "cp.async.bulk.tensor" in ptx and "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
     assert launcher.asm["tile-opt"].count('"tile.local_store"') == groups
-    info = launcher.metadata["ptxas"]
-    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
+    _assert_no_spills(launcher)
+
+
+@pytest.mark.parametrize("name", ["fp8_matmul", "int4_matmul"])
+def test_prefill_tiles_fit(monkeypatch, name):
+    """The quantized examples' default prefill tiles (`PREFILL_TILES`) compile for sm_90a
+    with no spills, in the shared memory an H100/H200 block has."""
+    launcher = _quantized_launcher(monkeypatch, name)
+    assert launcher.metadata["num_threads"] == 32 * importlib.import_module(name).PREFILL_TILES["num_warps"]
+    _assert_no_spills(launcher)
 
 
 @tile.kernel
@@ -353,7 +377,10 @@ def test_loads_split_from_shared_groups_go_by_tma(monkeypatch):
     """Where a load's mask bounds a row vector computed in a fusion group beside other
     loads, `tile-pipeline` splits it out of every group it reads, once for the offsets
     and the mask together (one row vector in both, a block): so on sm_90a all five loads
-    of each K step are TMA copies, none `cp.async`. (On the CPU, the kernel matches torch.)"""
+    of each K step are TMA copies, none `cp.async`. The scale rows' 1-row tiles go
+    unswizzled: the hardware swizzles by address, and their ring's second slot starts 256
+    bytes in, not on the 128-byte swizzle's 1024-byte period (swizzled, the GPU read them
+    permuted). (On the CPU, the kernel matches torch.)"""
     got, want = _int4_blocks(70, 200, 512, 128)
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2 * 512 ** 0.5)
     monkeypatch.setenv("TILE_TARGET", "sm_90a")
@@ -363,5 +390,7 @@ def test_loads_split_from_shared_groups_go_by_tma(monkeypatch):
     (launcher,) = int4_blocks_kernel._launchers.values()
     ptx = launcher.asm["ptx"]
     assert ptx.count("cp.async.bulk.tensor") >= 5 and "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
+    maps = [(e["arg"], e["box"], e["swizzle"]) for e in launcher.metadata["abi"] if e["part"] == "tma"]
+    assert sorted(maps) == [(0, [128, 64], 128)] * 2 + [(1, [64, 128], 128)] + [(2, [1, 64], 0)] * 2, maps
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == 0, info
