@@ -20,26 +20,32 @@ import tile
 
 
 @tile.kernel
-def int4_matmul_kernel(a, w, scales, out, M, N, K, s_am, s_ak, s_wk, s_wn, s_sg, s_sn, s_om, s_on,
+def int4_matmul_kernel(a, w, scales, out, M, N, K, KH, NG, s_am, s_ak, s_wk, s_wn, s_sg, s_sn, s_om, s_on,
                        BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, G: tile.constexpr):
+    # KH = K / 2 (w's rows), NG = K / G (scales' rows): each load below is a block of its
+    # tensor masked at that tensor's bounds, so that on sm_90a all of them go by TMA.
     pm, pn = tile.program_id(0), tile.program_id(1)
     rm = pm * BM + tile.arange(0, BM)
     rn = pn * BN + tile.arange(0, BN)
-    rk = tile.arange(0, BK)  # packed rows of one K step: k = k0 + rk and K / 2 + k0 + rk
-    half = K // 2
+    rk = tile.arange(0, BK)  # packed rows of one K step: k = k0 + rk and KH + k0 + rk
+    r1 = tile.arange(0, 1)
     acc = tile.zeros((BM, BN), tile.float32)
-    for k0 in range(0, half, BK):
+    for k0 in range(0, KH, BK):
         kr = k0 + rk
-        in_k = kr < half
-        packed = tile.load(w + kr[:, None] * s_wk + rn[None, :] * s_wn, mask=in_k[:, None] & (rn[None, :] < N),
+        packed = tile.load(w + kr[:, None] * s_wk + rn[None, :] * s_wn, mask=(kr[:, None] < KH) & (rn[None, :] < N),
                            other=0).to(tile.int32)
-        # the group of rows k0.. and of rows half + k0..
-        s_lo = tile.load(scales + (k0 // G) * s_sg + rn[None, :] * s_sn, mask=rn[None, :] < N, other=0.0).to(tile.float32)
-        s_hi = tile.load(scales + ((half + k0) // G) * s_sg + rn[None, :] * s_sn, mask=rn[None, :] < N,
-                         other=0.0).to(tile.float32)
-        a_mask = (rm[:, None] < M) & in_k[None, :]
-        a_lo = tile.load(a + rm[:, None] * s_am + kr[None, :] * s_ak, mask=a_mask, other=0.0)
-        a_hi = tile.load(a + rm[:, None] * s_am + (half + kr[None, :]) * s_ak, mask=a_mask, other=0.0)
+        # the group of rows k0.. and of rows KH + k0.., one row of scales each
+        g_lo = k0 // G + r1
+        g_hi = (k0 // G + NG // 2) + r1  # (KH + k0) / G: G divides KH
+        s_lo = tile.load(scales + g_lo[:, None] * s_sg + rn[None, :] * s_sn,
+                         mask=(g_lo[:, None] < NG) & (rn[None, :] < N), other=0.0).to(tile.float32)
+        s_hi = tile.load(scales + g_hi[:, None] * s_sg + rn[None, :] * s_sn,
+                         mask=(g_hi[:, None] < NG) & (rn[None, :] < N), other=0.0).to(tile.float32)
+        kh = (KH + k0) + rk
+        a_lo = tile.load(a + rm[:, None] * s_am + kr[None, :] * s_ak, mask=(rm[:, None] < M) & (kr[None, :] < KH),
+                         other=0.0)
+        a_hi = tile.load(a + rm[:, None] * s_am + kh[None, :] * s_ak, mask=(rm[:, None] < M) & (kh[None, :] < K),
+                         other=0.0)
         lo = (((packed & 15) - 8).to(tile.float32) * s_lo).to(a_lo.dtype)
         hi = ((((packed >> 4) & 15) - 8).to(tile.float32) * s_hi).to(a_lo.dtype)
         acc = tile.dot(a_hi, hi, tile.dot(a_lo, lo, acc))
@@ -57,10 +63,10 @@ def pack_int4(q: torch.Tensor) -> torch.Tensor:
 # configs at N = K = 8192 (H100, 2026-12-05): thin tiles with deep rings for decoding (M <= 16: the
 # weights' bytes dominate, and more programs read them at once), wgmma-sized ones for prefill.
 DECODE_TILES = dict(BM=16, BN=64, BK=128, num_warps=4, num_stages=4)  # 1.29-1.30x torch, 2026-12-06 03:20, H100
-# (prefill: 256x128x64 at 2 stages 425-427 TFLOP/s, 0.54x torch, where 128x128x64 at 4 stages, its two dots
-# in flight, had 332 and 128x256x64 at 2 stages 352: each decoded weight tile serves 256 rows of
-# activations; 2026-12-06 05:08, H100)
-PREFILL_TILES = dict(BM=256, BN=128, BK=64, num_warps=8, num_stages=2)
+# (prefill: 256x128x32 at 4 stages 481-485 TFLOP/s, 0.64x torch: each decoded weight tile serves 256 rows of
+# activations, every load goes by TMA, and at 4 stages the two dots stay in flight; 256x128x64 at 2 stages
+# 441-445, 128x128x64 at 4 stages 375-377; 2026-12-06 05:29, H100)
+PREFILL_TILES = dict(BM=256, BN=128, BK=32, num_warps=8, num_stages=4)
 
 
 def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group: int,
@@ -78,8 +84,8 @@ def int4_matmul(a: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, g
                          f"of the group ({group}), and the group a multiple of BK ({BK})")
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (tile.cdiv(M, BM), tile.cdiv(N, BN))
-    int4_matmul_kernel[grid](a, w_packed, scales, out, M, N, K, *a.stride(), *w_packed.stride(), *scales.stride(),
-                             *out.stride(), BM=BM, BN=BN, BK=BK, G=group, **options)
+    int4_matmul_kernel[grid](a, w_packed, scales, out, M, N, K, K // 2, K // group, *a.stride(), *w_packed.stride(),
+                             *scales.stride(), *out.stride(), BM=BM, BN=BN, BK=BK, G=group, **options)
     return out
 
 

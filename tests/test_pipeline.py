@@ -278,9 +278,9 @@ def test_row_statistics_stay_in_registers(kernel, monkeypatch):
     assert info["spill_stores"] == info["stack_frame"] == 0, info
 
 
-def _quantized_launcher(monkeypatch, name, **tiles):
-    """The sm_90a launcher of a quantized example's kernel at M = 256 (its prefill tiles
-    unless `tiles` names others), compiled only."""
+def _quantized_launcher(monkeypatch, name):
+    """The sm_90a launcher of a quantized example's kernel at M = 256 (its prefill tiles),
+    compiled only."""
     example = importlib.import_module(name)
     monkeypatch.setenv("TILE_TARGET", "sm_90a")
     monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
@@ -288,11 +288,9 @@ def _quantized_launcher(monkeypatch, name, **tiles):
     kernel._launchers.clear()
     a = torch.empty(256, 512, dtype=torch.bfloat16)
     if name == "fp8_matmul":
-        example.fp8_matmul(a, torch.empty(512, 256, dtype=torch.float8_e4m3fn), torch.empty(256, dtype=torch.bfloat16),
-                           **tiles)
+        example.fp8_matmul(a, torch.empty(512, 256, dtype=torch.float8_e4m3fn), torch.empty(256, dtype=torch.bfloat16))
     else:
-        example.int4_matmul(a, torch.empty(256, 256, dtype=torch.int8), torch.empty(4, 256, dtype=torch.bfloat16), 128,
-                            **tiles)
+        example.int4_matmul(a, torch.empty(256, 256, dtype=torch.int8), torch.empty(4, 256, dtype=torch.bfloat16), 128)
     (launcher,) = kernel._launchers.values()
     return launcher
 
@@ -302,15 +300,13 @@ def _assert_no_spills(launcher):
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
 
 
-# (INT4 at 4 stages: the example's prefill tiles have 2, where a chain does not stay in flight)
-@pytest.mark.parametrize("name, groups, tiles", [
-    ("fp8_matmul", 1, {}), ("int4_matmul", 2, dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=4))])
-def test_decoded_weight_dot_stays_in_flight(monkeypatch, name, groups, tiles):
-    """The quantized examples' prefill tiles on sm_90a (INT4's at 4 stages): the decoded
-    weights go to rings of two slots, so the wgmma of one K step runs while the next decodes
-    (`wgmma.wait_group` for all but this step's groups in the loop: FP8's one dot, INT4's two
-    chained on one accumulator; 0 only after it), with no spills; FP8's K-loop loads by TMA."""
-    launcher = _quantized_launcher(monkeypatch, name, **tiles)
+@pytest.mark.parametrize("name, groups", [("fp8_matmul", 1), ("int4_matmul", 2)])
+def test_decoded_weight_dot_stays_in_flight(monkeypatch, name, groups):
+    """The quantized examples' prefill tiles on sm_90a: the decoded weights go to rings of
+    two slots, so the wgmma of one K step runs while the next decodes (`wgmma.wait_group`
+    for all but this step's groups in the loop: FP8's one dot, INT4's two chained on one
+    accumulator; 0 only after it), with no spills; FP8's K-loop loads by TMA."""
+    launcher = _quantized_launcher(monkeypatch, name)
     ptx = launcher.asm["ptx"]
     assert ptx.count(f"wgmma.wait_group.sync.aligned {groups};") == 1 and ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
     assert ptx.count("wgmma.wait_group") == 2
@@ -329,68 +325,19 @@ def test_prefill_tiles_fit(monkeypatch, name):
     _assert_no_spills(launcher)
 
 
-@tile.kernel
-def int4_blocks_kernel(a, w, scales, out, M, N, K, KH, NG, s_am, s_wk, s_sg, s_om,
-                       BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, G: tile.constexpr):
-    """The INT4 example's kernel with every K-loop load a block masked at its tensor's
-    bounds (KH = K / 2 rows of w, NG = K / G rows of scales): the masks' row vectors and
-    the loads they guard land in shared fusion groups."""
-    rm = tile.program_id(0) * BM + tile.arange(0, BM)
-    rn = tile.program_id(1) * BN + tile.arange(0, BN)
-    rk = tile.arange(0, BK)
-    r1 = tile.arange(0, 1)
-    acc = tile.zeros((BM, BN), tile.float32)
-    for k0 in range(0, KH, BK):
-        kr = k0 + rk
-        packed = tile.load(w + kr[:, None] * s_wk + rn[None, :], mask=(kr[:, None] < KH) & (rn[None, :] < N),
-                           other=0).to(tile.int32)
-        g_lo = k0 // G + r1
-        g_hi = (k0 // G + NG // 2) + r1
-        s_lo = tile.load(scales + g_lo[:, None] * s_sg + rn[None, :], mask=(g_lo[:, None] < NG) & (rn[None, :] < N),
-                         other=0.0).to(tile.float32)
-        s_hi = tile.load(scales + g_hi[:, None] * s_sg + rn[None, :], mask=(g_hi[:, None] < NG) & (rn[None, :] < N),
-                         other=0.0).to(tile.float32)
-        kh = (KH + k0) + rk
-        a_lo = tile.load(a + rm[:, None] * s_am + kr[None, :], mask=(rm[:, None] < M) & (kr[None, :] < KH), other=0.0)
-        a_hi = tile.load(a + rm[:, None] * s_am + kh[None, :], mask=(rm[:, None] < M) & (kh[None, :] < K), other=0.0)
-        lo = (((packed & 15) - 8).to(tile.float32) * s_lo).to(a_lo.dtype)
-        hi = ((((packed >> 4) & 15) - 8).to(tile.float32) * s_hi).to(a_lo.dtype)
-        acc = tile.dot(a_hi, hi, tile.dot(a_lo, lo, acc))
-    tile.store(out + rm[:, None] * s_om + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-def _int4_blocks(M, N, K, G, **options):
-    import int4_matmul
-
-    torch.manual_seed(0)
-    a = torch.randn(M, K, dtype=torch.bfloat16)
-    q = torch.randint(-8, 8, (K, N), dtype=torch.int8)
-    scales = (torch.rand(K // G, N) * 0.1 + 0.01).to(torch.bfloat16)
-    out = torch.empty(M, N, dtype=torch.bfloat16)
-    grid = (tile.cdiv(M, 128), tile.cdiv(N, 128))
-    int4_blocks_kernel[grid](a, int4_matmul.pack_int4(q), scales, out, M, N, K, K // 2, K // G, a.stride(0), N, N,
-                             out.stride(0), BM=128, BN=128, BK=64, G=G, **options)
-    return out, int4_matmul.reference(a, q, scales, G)
-
-
 def test_loads_split_from_shared_groups_go_by_tma(monkeypatch):
-    """Where a load's mask bounds a row vector computed in a fusion group beside other
-    loads, `tile-pipeline` splits it out of every group it reads, once for the offsets
-    and the mask together (one row vector in both, a block): so on sm_90a all five loads
-    of each K step are TMA copies, none `cp.async`. The scale rows' 1-row tiles go
-    unswizzled: the hardware swizzles by address, and their ring's second slot starts 256
-    bytes in, not on the 128-byte swizzle's 1024-byte period (swizzled, the GPU read them
-    permuted). (On the CPU, the kernel matches torch.)"""
-    got, want = _int4_blocks(70, 200, 512, 128)
-    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2 * 512 ** 0.5)
-    monkeypatch.setenv("TILE_TARGET", "sm_90a")
-    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
-    int4_blocks_kernel._launchers.clear()
-    _int4_blocks(4096, 8192, 8192, 128, num_warps=8, num_stages=4)
-    (launcher,) = int4_blocks_kernel._launchers.values()
+    """The INT4 example masks each K-loop load at its tensor's bounds. Where a load's mask
+    bounds a row vector computed in a fusion group beside other loads, `tile-pipeline`
+    splits it out of every group it reads, once for the offsets and the mask together (one
+    row vector in both, a block): so on sm_90a all five loads of each K step are TMA
+    copies, none `cp.async`. The scale rows' 1-row tiles go unswizzled: the hardware
+    swizzles by address, and their ring's second slot starts 256 bytes in, not on the
+    128-byte swizzle's 1024-byte period (swizzled, the GPU read them permuted). (On the
+    CPU and the GPU the example matches torch: test_examples, run_on_device.sh.)"""
+    launcher = _quantized_launcher(monkeypatch, "int4_matmul")
     ptx = launcher.asm["ptx"]
     assert ptx.count("cp.async.bulk.tensor") >= 5 and "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
     maps = [(e["arg"], e["box"], e["swizzle"]) for e in launcher.metadata["abi"] if e["part"] == "tma"]
-    assert sorted(maps) == [(0, [128, 64], 128)] * 2 + [(1, [64, 128], 128)] + [(2, [1, 64], 0)] * 2, maps
-    info = launcher.metadata["ptxas"]
-    assert info["stack_frame"] == info["spill_stores"] == 0, info
+    # a: 256 x 32 bf16 (64-byte rows), w: 32 x 128 bytes, scales: 1 x 128 bf16 in two 128-byte panels
+    assert sorted(maps) == [(0, [256, 32], 64)] * 2 + [(1, [32, 128], 128)] + [(2, [1, 64], 0)] * 2, maps
+    _assert_no_spills(launcher)
