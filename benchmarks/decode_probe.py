@@ -47,7 +47,9 @@ CONFIGS = {
            # 32, more stages ahead (compiled 2026-12-06, not yet timed):
            (256, 128, 32, 8, 6), (128, 256, 32, 8, 6), (128, 128, 32, 8, 8),
            # INT4 at 256x128x64/8/2 led on 2026-12-06 05:08 (425 TFLOP/s); the same rows at K steps of 32:
-           (256, 128, 32, 8, 3), (256, 128, 32, 8, 4)]
+           (256, 128, 32, 8, 3), (256, 128, 32, 8, 4),
+           # INT4 (all loads by TMA) led at 256x128x32/8/4 on 2026-12-06 05:29 (481-485); one stage more:
+           (256, 128, 32, 8, 5), (256, 128, 64, 8, 3)]
 }
 # (tokens a step, num_warps, the token loop's pipelining depth, programs per (sequence, head)), tile and
 # Triton alike

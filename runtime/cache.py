@@ -138,6 +138,25 @@ def read_stages(path: str) -> dict:
     return out
 
 
+def _compiler(kernel, target: str, options: dict, path: str):
+    """The compiler's entry point, imported only on a miss. A host with a cache built
+    elsewhere may lack the compiler's packages (MLIR, lark, llvmlite): a launch that is not
+    in that cache then says so, naming the kernel, instead of failing on the import."""
+    try:
+        from ..codegen.build import build
+    except ImportError as e:
+        from ..frontend.errors import CompilationError
+
+        lines, first = inspect.getsourcelines(kernel.fn)
+        at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+        raise CompilationError(
+            f"kernel {kernel.name} has no compiled entry for this launch ({target}, {options}) in the cache "
+            f"({path}), and the compiler cannot run here: {e}. Compile the launch ahead of time on a machine "
+            f"that has it (TILE_TARGET={target} TILE_COMPILE_ONLY=1, the same TILE_CACHE_DIR), or install it",
+            inspect.getsourcefile(kernel.fn), first + at, 1, lines[at]) from None
+    return build
+
+
 def load_or_build(kernel, signature, target: str, options: dict):
     key = key_for(kernel, signature, target, options)
     path = os.path.join(cache_dir(), key)
@@ -146,8 +165,7 @@ def load_or_build(kernel, signature, target: str, options: dict):
     if entry is not None and want_dumps and not _has_dumps(path):
         entry = None
     if entry is None:
-        from ..codegen.build import build  # the compiler is imported only on a miss
-
+        build = _compiler(kernel, target, options, path)
         compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
         _write_entry(path, compiled, artifact)
         entry = (compiled.metadata, artifact)

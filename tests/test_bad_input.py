@@ -185,3 +185,22 @@ def test_cpu_tensor_for_a_gpu_target(monkeypatch):
     monkeypatch.setattr(cuda_driver, "Module", FakeModule)
     with pytest.raises(tile.LaunchError, match="argument 'x' is on cpu"):
         vector_add.add_kernel[(1,)](torch.rand(64), torch.rand(64), torch.empty(64), 64, BLOCK=64)
+
+
+def test_cache_miss_without_the_compiler(monkeypatch, tmp_path):
+    """On a host that has only a cache built elsewhere (no MLIR), a launch that cache lacks
+    names the kernel and what to do, instead of failing on the compiler's import; a launch
+    it has still runs there."""
+    import sys
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    x, out = _tensors()
+    copy_kernel._launchers.clear()
+    copy_kernel[(1,)](x, out, 16, BLOCK=16)  # compiled into the fresh cache
+    copy_kernel._launchers.clear()
+    monkeypatch.setitem(sys.modules, "tile.codegen.build", None)  # the import now fails, as without MLIR
+    copy_kernel[(1,)](x, out, 16, BLOCK=16)
+    with pytest.raises(tile.CompilationError, match="kernel copy_kernel has no compiled entry") as info:
+        copy_kernel[(1,)](x, out, 16, BLOCK=32)
+    assert "TILE_COMPILE_ONLY=1" in info.value.message
+    _assert_points_at(info.value, copy_kernel, "def copy_kernel")
