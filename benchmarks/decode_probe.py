@@ -49,7 +49,9 @@ CONFIGS = {
            # INT4 at 256x128x64/8/2 led on 2026-12-06 05:08 (425 TFLOP/s); the same rows at K steps of 32:
            (256, 128, 32, 8, 3), (256, 128, 32, 8, 4),
            # INT4 (all loads by TMA) led at 256x128x32/8/4 on 2026-12-06 05:29 (481-485); one stage more:
-           (256, 128, 32, 8, 5), (256, 128, 64, 8, 3)]
+           (256, 128, 32, 8, 5), (256, 128, 64, 8, 3),
+           # K steps of 128 (FP8 only: half the K steps, so half the barriers a tile):
+           (256, 128, 128, 8, 2), (128, 256, 128, 8, 2), (128, 128, 128, 8, 3)]
 }
 # (tokens a step, num_warps, the token loop's pipelining depth, programs per (sequence, head)), tile and
 # Triton alike
