@@ -6,6 +6,8 @@ line with a caret; it is raised with the compiler's own frames cut off.
 
 from __future__ import annotations
 
+import inspect
+
 
 class TileError(Exception):
     """Base of every error `tile` reports to a kernel author."""
@@ -26,3 +28,11 @@ class LaunchError(TileError):
 
 class DeviceUnavailableError(TileError):
     """The kernel was compiled, but there is no device here to run it on."""
+
+
+def def_line(fn) -> tuple[list[str], int, int]:
+    """fn's source lines, the file line number of the first, and the index of the `def`
+    line among them (decorators are Python's business, not the language's): where an
+    error about the whole kernel points."""
+    lines, first = inspect.getsourcelines(fn)
+    return lines, first, next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))

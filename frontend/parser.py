@@ -15,7 +15,7 @@ from lark import Lark, Tree
 from lark.exceptions import UnexpectedInput
 from lark.indenter import PythonIndenter
 
-from .errors import CompilationError
+from .errors import CompilationError, def_line
 
 
 @functools.cache
@@ -45,15 +45,11 @@ class ParsedFunction:
 
 
 def parse_function(fn) -> ParsedFunction:
-    lines, first_line = inspect.getsourcelines(fn)
-    raw = "".join(lines)
-    source = textwrap.dedent(raw)
+    lines, first_line, skip = def_line(fn)
+    source = textwrap.dedent("".join(lines))
     indent = len(lines[0]) - len(lines[0].lstrip())
     filename = inspect.getsourcefile(fn) or "<kernel>"
-    # Decorators are Python's business, not the language's: start at `def`.
-    body = source.splitlines(keepends=True)
-    skip = next(i for i, l in enumerate(body) if l.lstrip().startswith("def "))
-    source = "".join(body[skip:])
+    source = "".join(source.splitlines(keepends=True)[skip:])  # from `def`
     first_line += skip
     try:
         tree = _parser().parse(source if source.endswith("\n") else source + "\n")

@@ -145,10 +145,9 @@ def _compiler(kernel, target: str, options: dict, path: str):
     try:
         from ..codegen.build import build
     except ImportError as e:
-        from ..frontend.errors import CompilationError
+        from ..frontend.errors import CompilationError, def_line
 
-        lines, first = inspect.getsourcelines(kernel.fn)
-        at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+        lines, first, at = def_line(kernel.fn)
         raise CompilationError(
             f"kernel {kernel.name} has no compiled entry for this launch ({target}, {options}) in the cache "
             f"({path}), and the compiler cannot run here: {e}. Compile the launch ahead of time on a machine "
