@@ -53,7 +53,7 @@ from .register_vectors import i32_vector as _ivec
 from .register_vectors import linear_index, load_run
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
-from .distributed_async_copy import MAX_SHARED
+from ..dialects.layout import MAX_SHARED
 from .float8 import is_float8, widen_float8
 from ..passes.index_values import is_elementwise
 from .held_registers import defer, only_read_through

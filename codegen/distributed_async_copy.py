@@ -39,8 +39,6 @@ from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, from_elements, i32
 from .static_registers import thread_coords
 
-MAX_SHARED = 227 * 1024  # bytes of shared memory an H100/H200 block can have
-
 
 @dataclass
 class SharedTile:

@@ -51,7 +51,8 @@ from ..dialects.layout import element_bits as bits
 from ..dialects.layout import encoding_of
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import to_index
-from .distributed_async_copy import MAX_SHARED, SharedTile, shared_writes_done, slot_coords
+from ..dialects.layout import MAX_SHARED
+from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
 from .held_registers import defer
@@ -127,7 +128,8 @@ def op_tile_local_store(self, op):
     """A tile in registers into a ring slot (`tile-pipeline`'s staging of a decoded dot
     operand), then a barrier (after the async-proxy fence, for wgmma) before the dot reads
     it. No barrier before: the dots that last read this slot were waited for before the
-    barrier at the top of this iteration."""
+    barrier at the top of this iteration (two slots) or after the previous iteration's
+    stores (three; `tile-pipeline`'s `_staging_slots`)."""
     value, ring, slot = op.operands
     stage(self, value, self.map[ring].slot(self.value(slot)))
     shared_writes_done(self)

@@ -47,7 +47,8 @@ from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf
 from ..dialects.layout import element_bits as bits
 from ..frontend.errors import TileError
 from .convert_tile_to_linalg import const_index, to_index
-from .distributed_async_copy import MAX_SHARED, SharedTile
+from ..dialects.layout import MAX_SHARED
+from .distributed_async_copy import SharedTile
 from .distributed_convert import chunks_of, stage
 from .register_vectors import i32
 

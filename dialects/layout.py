@@ -56,6 +56,10 @@ def element_bits(elem: ir.Type) -> int:
     return ir.FloatType(elem).width
 
 
+MAX_SHARED = 227 * 1024  # bytes of shared memory an H100/H200 block can have
+SM_SHARED = 228 * 1024  # an SM's, shared by its resident blocks, 1 KB each reserved on top of theirs
+
+
 def shared_panel(rows: int, cols: int, elem_bits: int) -> tuple[int, int]:
     """How a rows x cols tile is laid out in shared memory: (columns per panel, swizzle
     bytes). Rows wider than 128 bytes are cut into 128-byte panels stored one after the

@@ -36,8 +36,9 @@ def fp8_matmul_kernel(a, w, scales, out, M, N, K, s_am, s_ak, s_wk, s_wn, s_om, 
 # configs at N = K = 8192 (H100, 2026-12-05): thin tiles with deep rings for decoding (M <= 16: the
 # weights' bytes dominate, and more programs read them at once), wgmma-sized ones for prefill.
 DECODE_TILES = dict(BM=16, BN=32, BK=256, num_warps=4, num_stages=3)
-# (prefill 256x128x64 in 4 stages since 2026-12-06: with the decoded weights in two slots of their own the
-# wgmma stays in flight, 549-588 TFLOP/s against 525-534 at 128x256x64/4 and 448-462 at 128x128x64/3, H100)
+# (prefill 256x128x64 in 4 stages since 2026-12-06: with the decoded weights in slots of their own the wgmma
+# stays in flight, 549-588 TFLOP/s against 525-534 at 128x256x64/4 and 448-462 at 128x128x64/3, H100; 571-586
+# since the third slot, 07:25)
 PREFILL_TILES = dict(BM=256, BN=128, BK=64, num_warps=8, num_stages=4)
 
 

@@ -1,6 +1,6 @@
 """Which of a pipelined K loop's wgmma dots may stay in flight across iterations
 (`tile-pipeline`'s `in_flight` dots), and which of their operands, made in registers,
-it stages in two ring slots so that they may. Our own analysis: upstream has no
+it stages in ring slots of their own (two or three) so that they may. Our own analysis: upstream has no
 notion of asynchronous tensor-core groups at this level.
 """
 
@@ -35,7 +35,7 @@ def made_in_body(loop, found) -> list:
     """(dot, operand number) of the 16-bit operands of the pipelined loads' wgmma dots
     that the body computes in registers (a weight decoded from its ring), in a layout
     other than wgmma's own (which A is read from registers in): each may be staged in a
-    ring of two slots (`tile.local_store`) so that its dot can stay in flight."""
+    ring of two or three slots (`tile.local_store`) so that its dot can stay in flight."""
     loads, dots = _dots(found, loop.regions[0].blocks[0])
     out = []
     for dot in dots:
@@ -52,7 +52,7 @@ def made_in_body(loop, found) -> list:
 def in_flight_dots(loop, body, found, made=()) -> list:
     """The chains of pipelined wgmma dots that may stay in flight, as (dots, loop result
     number): each dot reads both operands from rings (this loop's, one filled before it,
-    or, for an operand in `made`, the two slots it is to be staged in); the first
+    or, for an operand in `made`, the slots it is to be staged in); the first
     accumulates into a loop-carried value that only it reads, each next one into the
     dot before's result, which only it reads (INT4's two halves of K), and only the
     loop yields the last's. Every dot of the loads, or none: [] when one does not fit."""

@@ -56,7 +56,9 @@ more) and both its operands are in rings. An operand made in registers (a weight
 from its ring) would be staged in scratch memory that the next iteration
 overwrites; it gets a ring of two slots instead, written by `tile.local_store`
 right before its dot and read there (`tile.local_load`), so that the dot of
-iteration i reads slot i % 2 while iteration i + 1 fills the other. The
+iteration i reads slot i % 2 while iteration i + 1 fills the other (three slots,
+i % 3, in a TMA loop where they fit at no cost in programs an SM: the loop then
+needs no barrier after its mbarrier wait, `_staging_slots`). The
 copies of the next stage are then issued after the dot, while the tensor cores
 work, and a `tile.dot_wait {pending = D}` (D = the loop's in-flight dots, a
 group each) ends the body: the dots of iteration i - 1 are then done in this
@@ -115,7 +117,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from ..dialects import pipeline_ops
-from ..dialects.layout import element_bits
+from ..dialects.layout import MAX_SHARED, SM_SHARED, element_bits
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import is_tf32
 from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar, inside, is_index_load, split_from_group
@@ -128,6 +130,9 @@ from .invariant_operands import DOT_OPERANDS, stage_invariant_operands
 from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
 from .transposed_copies import transposed_copy
 from .walk import all_ops
+
+# Shared memory left, beside the rings, for what else the kernel stages (reductions, barriers).
+STAGING_HEADROOM = 8 * 1024
 
 _NOT_ARITHMETIC = {"tile.load", "tile.load_tile", "tile.gather", "tile.reduce"}
 
@@ -180,6 +185,28 @@ def _bytes(load, b) -> int:
     """Bytes of one slot of `load`'s ring."""
     t = ir.RankedTensorType(load.results[0].type)
     return math.prod(slot_shape(load, b)) * element_bits(t.element_type) // 8
+
+
+def _staging_slots(S: int, found, blocks, staged) -> int:
+    """Slots of the rings a decoded dot operand is staged in, in a TMA loop: 3 where they fit
+    beside the copies' rings and leave as many programs an SM as 2 would, else 2.
+
+    With 2, iteration i writes the slot that iteration i - 2's wgmmas read, done in every
+    warpgroup only once each has passed iteration i's barrier after the mbarrier wait. With
+    3, it writes iteration i - 3's, done in every warpgroup at the barrier after iteration
+    i - 1's stores (each had waited there for its dots of i - 3), and the copies issued after
+    iteration i's dots go to iteration i - 2's slots, free at iteration i's: the top barrier
+    then guards nothing, and goes. The FP8 example at 256x128x64/8/4 (one program an SM
+    either way) ran 0.767x -> 0.786x torch's bf16 matmul; at 128x128x64/8/3 a third slot
+    took it from two programs an SM to one, 0.597x -> 0.344x (H100, 2026-12-06)."""
+    rings = S * sum(_bytes(load, b) for (load, _), b in zip(found, blocks))
+    stage = sum(math.prod(t.shape) * element_bits(t.element_type) // 8 for t in staged)
+
+    def per_sm(slots: int) -> int:
+        return SM_SHARED // (rings + slots * stage + 1024)
+
+    fits = rings + 3 * stage + STAGING_HEADROOM <= MAX_SHARED
+    return 3 if fits and per_sm(3) >= per_sm(2) else 2
 
 
 def _i32(v: int, ty):
@@ -280,7 +307,8 @@ class TilePipeline:
                 elem = ir.RankedTensorType(load.results[0].type).element_type
                 rings.append(pipeline_ops.local_alloc(S, slot_shape(load, b), elem))
             staged = [ir.RankedTensorType(dot.operands[n].type) for dot, n in made]
-            staging = [pipeline_ops.local_alloc(2, t.shape, t.element_type) for t in staged]
+            slots = _staging_slots(S, found, per_load, staged) if blocks and not across else 2
+            staging = [pipeline_ops.local_alloc(slots, t.shape, t.element_type) for t in staged]
             if blocks:
                 bars = pipeline_ops.mbarrier_alloc(S, len(found))
                 descs = [add_descriptor(load, b) for (load, _), b in zip(found, blocks)]
@@ -308,13 +336,14 @@ class TilePipeline:
             read = arith.remsi(i, _i32(S, ity))
             if blocks:  # the slot's copies have landed; then every thread is past the slot's old readers
                 pipeline_ops.mbarrier_wait(bars, read, arith.andi(arith.divsi(i, _i32(S, ity)), _i32(1, ity)))
-                gpu.BarrierOp()
+                if not made or slots < 3:
+                    gpu.BarrierOp()
             write = arith.remsi(arith.addi(i, _i32(ahead, ity)), _i32(S, ity))
             for (load, _), ring, b in zip(found, rings, per_load):
                 got = pipeline_ops.local_load(ring, read, load.results[0].type, transposed=b is not None and b.transposed)
                 load.results[0].replace_all_uses_with(got)
             nxt = arith.addi(iv, arith.muli(step, _i32(ahead, ity)))
-            half = arith.remsi(i, _i32(2, ity)) if made else None
+            half = arith.remsi(i, _i32(slots, ity)) if made else None
         for (dot, n), ring in zip(made, staging):
             # before: tile.dot %a, %w_decoded, ... -> after: tile.local_store %w_decoded, %ring[i % 2];
             # tile.dot %a, (tile.local_load %ring[i % 2]), ...: a ring operand, so the dot may stay in flight
