@@ -47,8 +47,25 @@ def start_value(start: tuple, mapping: dict) -> ir.Value:
     value, const = start
     if value is None:
         return arith.ConstantOp(ir.IntegerType.get_signless(32), const).result
-    value = mapping.get(value, value)
+    value = _outside_groups(value, mapping)
     return arith.addi(value, arith.ConstantOp(ir.IntegerType.get_signless(32), const).result) if const else value
+
+
+def _outside_groups(v, mapping: dict) -> ir.Value:
+    """v as `mapping` holds it; where a fusion group computes it inside (a splat's scalar,
+    `KH + k0`, that nothing outside reads), its scalar ops cloned here, where the copy is
+    made: a value inside a group is not visible outside it.
+
+        # before -> after (at the issue point)
+        %g = scf.execute_region { %s = arith.addi %kh, %k0 ... }   ->   %s' = arith.addi %kh, %k0'
+    """
+    if isinstance(v.owner, ir.Block) or v.owner.operation.parent.name != "scf.execute_region":
+        return mapping.get(v, v)
+    op = v.owner.operation
+    new = op.clone()
+    for n, x in enumerate(op.operands):
+        new.operands[n] = _outside_groups(x, mapping)
+    return new.results[list(op.results).index(v)]
 
 
 def _owner(v):

@@ -385,10 +385,12 @@ class TilePipeline:
                 pipeline_ops.mbarrier_dealloc(bars)
         for load, ops in found:
             load.erase()
-        for load, ops in found:
-            for op in reversed(ops):
-                if all(not list(r.uses) for r in op.results):
-                    op.erase()
+        # The loads' offset and mask ops, each once (loads may share one: a fusion group
+        # computing several loads' offsets), erased from the last where nothing uses them.
+        dead = list({op: None for _, ops in found for op in ops})
+        for op in sorted(dead, key=lambda o: _position(body, o), reverse=True):
+            if all(not list(r.uses) for r in op.results):
+                op.erase()
 
     def issue(self, found, rings, per_load, slot, it, ub, ip):
         """Clone the loads' offsets and masks at induction value `it` (one copy of the ops

@@ -10,6 +10,10 @@ gives v, exactly.
     %b = arith.bitcast %s : tensor<64x128xi32> to tensor<64x128xf32>
     %f = arith.subf %b, %offset : tensor<64x128xf32>      // %offset: tile.splat of 12582912.0
 
+A conversion to f16 or bf16 (what canonicalization makes of `.to(float32).to(bfloat16)`)
+goes the same way to f32, then `arith.truncf`: the f32 is exact, so the one rounding
+is the conversion's own, and two results pack into one `cvt.rn.bf16x2.f32`.
+
 Why: an int-to-float `cvt` runs on the GPU's conversion unit (16 results a cycle per
 SM on sm_90, by NVIDIA's throughput table), an integer add and an f32 add on the
 integer and FMA pipes; exact for every value in range, it is the usual trick of
@@ -48,11 +52,11 @@ def _splat_constant(like, value):
 
 
 def small(op) -> bool:
-    """Whether `op` converts an integer tile, proven within +-2^22, to an f32 tile."""
+    """Whether `op` converts an integer tile, proven within +-2^22, to an f32, f16 or bf16 tile."""
     if op.name not in ("arith.sitofp", "arith.uitofp") or not isinstance(op.operands[0].type, ir.RankedTensorType):
         return False
     src, dst = (ir.RankedTensorType(v.type).element_type for v in (op.operands[0], op.results[0]))
-    if not isinstance(dst, ir.F32Type) or ir.IntegerType(src).width != 32:
+    if not isinstance(dst, (ir.F32Type, ir.F16Type, ir.BF16Type)) or ir.IntegerType(src).width != 32:
         return False
     r = int_range(op.operands[0])
     if r is None or op.name == "arith.uitofp" and r[0] < 0:
@@ -68,6 +72,9 @@ def rewrite(op) -> None:
         biased = arith.addi(src, _splat_constant(src.type, MAGIC))
         bits = arith.bitcast(f32, biased)
         value = arith.subf(bits, _splat_constant(f32, 12582912.0))
+        if value.type != out_type:
+            # before: sitofp %q to bf16 -> after: truncf (the f32 above) to bf16, rounded once
+            value = arith.truncf(out_type, value)
     assert value.type == out_type
     op.results[0].replace_all_uses_with(value)
     op.erase()

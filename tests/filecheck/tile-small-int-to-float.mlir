@@ -69,16 +69,15 @@ func.func @positions() -> tensor<64xf32> {
 
 // -----
 
-// Left alone: an i32 of unknown range, a range past 2^22, a possibly negative
-// value converted as unsigned, and a conversion to f16.
+// Left alone: an i32 of unknown range, a range past 2^22, and a possibly negative
+// value converted as unsigned.
 
 // CHECK-LABEL: func.func @not_small
 // CHECK: arith.sitofp %{{.*}} : tensor<64xi32> to tensor<64xf32>
 // CHECK: arith.sitofp %{{.*}} : tensor<64xi32> to tensor<64xf32>
 // CHECK: arith.uitofp %{{.*}} : tensor<64xi32> to tensor<64xf32>
-// CHECK: arith.sitofp %{{.*}} : tensor<64xi32> to tensor<64xf16>
 // CHECK-NOT: arith.bitcast
-func.func @not_small(%x: tensor<64xi32>, %p: tensor<64xi8>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf16>) {
+func.func @not_small(%x: tensor<64xi32>, %p: tensor<64xi8>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
   %a = arith.sitofp %x : tensor<64xi32> to tensor<64xf32>
   %c = arith.constant 8388607 : i32
   %m = "tile.splat"(%c) : (i32) -> tensor<64xi32>
@@ -86,6 +85,24 @@ func.func @not_small(%x: tensor<64xi32>, %p: tensor<64xi8>) -> (tensor<64xf32>, 
   %b = arith.sitofp %big : tensor<64xi32> to tensor<64xf32>
   %w = arith.extsi %p : tensor<64xi8> to tensor<64xi32>
   %u = arith.uitofp %w : tensor<64xi32> to tensor<64xf32>
+  return %a, %b, %u : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A conversion to a 16-bit float goes through the exact f32, then one truncf.
+
+// CHECK-LABEL: func.func @to_half
+// CHECK: %[[B:.*]] = arith.bitcast %{{.*}} : tensor<64xi32> to tensor<64xf32>
+// CHECK: %[[F:.*]] = arith.subf %[[B]]
+// CHECK: arith.truncf %[[F]] : tensor<64xf32> to tensor<64xf16>
+// CHECK: %[[B2:.*]] = arith.bitcast %{{.*}} : tensor<64xi32> to tensor<64xf32>
+// CHECK: %[[F2:.*]] = arith.subf %[[B2]]
+// CHECK: arith.truncf %[[F2]] : tensor<64xf32> to tensor<64xbf16>
+// CHECK-NOT: itofp
+func.func @to_half(%p: tensor<64xi8>) -> (tensor<64xf16>, tensor<64xbf16>) {
+  %w = arith.extsi %p : tensor<64xi8> to tensor<64xi32>
   %h = arith.sitofp %w : tensor<64xi32> to tensor<64xf16>
-  return %a, %b, %u, %h : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf16>
+  %b = arith.sitofp %w : tensor<64xi32> to tensor<64xbf16>
+  return %h, %b : tensor<64xf16>, tensor<64xbf16>
 }
