@@ -356,8 +356,9 @@ def test_loads_split_from_shared_groups_go_by_tma(monkeypatch):
     row vector in both, a block): so on sm_90a all five loads of each K step are TMA
     copies, none `cp.async`. The scale rows' 1-row tiles go unswizzled: the hardware
     swizzles by address, and their ring's second slot starts 256 bytes in, not on the
-    128-byte swizzle's 1024-byte period (swizzled, the GPU read them permuted). (On the
-    CPU and the GPU the example matches torch: test_examples, run_on_device.sh.)"""
+    128-byte swizzle's 1024-byte period (swizzled, the GPU read them permuted). The high
+    half's block start, `KH + k0`, is computed inside a fusion group: the copy clones it
+    at the issue point (before, the compiler aborted). (On the CPU and the GPU the example matches torch: test_examples, run_on_device.sh.)"""
     launcher = _quantized_launcher(monkeypatch, "int4_matmul")
     ptx = launcher.asm["ptx"]
     assert ptx.count("cp.async.bulk.tensor") >= 5 and "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
