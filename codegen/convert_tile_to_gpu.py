@@ -54,6 +54,7 @@ from .register_vectors import linear_index, load_run
 from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from ..dialects.layout import MAX_SHARED
+from ..dialects.tile_ops import WRITES
 from .float8 import is_float8, widen_float8
 from ..passes.index_values import is_elementwise
 from .held_registers import defer, only_read_through
@@ -309,6 +310,7 @@ class Translator:
             self.map[r] = self.value(v)
 
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
+    from .distributed_atomic import op_tile_atomic_rmw  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
@@ -321,11 +323,11 @@ class Translator:
 
 
 def read_only_arguments(fn) -> set:
-    """The tensor arguments no `tile.store`/`tile.store_tile` of the kernel writes. With the
+    """The tensor arguments no store or atomic of the kernel writes. With the
     arguments known not to overlap (`noalias`, checked at launch), nothing changes them
     while the kernel runs, and their loads may take the non-coherent path."""
     args = list(fn.regions[0].blocks[0].arguments)
-    written = [o.operands[0] for o in all_ops(fn) if o.name in ("tile.store", "tile.store_tile")]
+    written = [o.operands[0] for o in all_ops(fn) if o.name in WRITES]
     if any(w not in args for w in written):  # a store through anything else: assume it may write any
         return set()
     return {a for a in args if isinstance(a.type, ir.MemRefType) and a not in written}

@@ -226,6 +226,38 @@ def store(base, offsets, value, mask, *, loc=None, ip=None) -> ir.Operation:
     return create("store", [], [base, offsets, value, mask], loc=loc, ip=ip)
 
 
+# The ops that write a tensor argument (what must not be read ahead of them, nor as constant).
+WRITES = ("tile.store", "tile.store_tile", "tile.atomic_rmw")
+
+ATOMIC_KINDS = {"add": ("f32", "i32"), "max": ("i32",), "min": ("i32",)}
+
+
+def _verify_atomic_rmw(op):
+    _, offsets, value, mask = op.operands
+    kind = ir.StringAttr(op.attributes["kind"]).value
+    if kind not in ATOMIC_KINDS:
+        return f"kind must be one of {', '.join(ATOMIC_KINDS)}, got {kind}"
+    if str(_elem(value)) not in ATOMIC_KINDS[kind]:
+        return f"atomic {kind} takes {' or '.join(ATOMIC_KINDS[kind])} values, got {_elem(value)}"
+    if op.result.type != value.type:
+        return "the result must have the value's type"
+    return _verify_gather_operands(op, value, offsets, mask)
+
+
+@define("atomic_rmw", operands=[("base", "memref"), ("offsets", "any"), ("value", "any"), ("mask", "any")],
+        results=[("old", "any")], attributes=["kind"], verify=_verify_atomic_rmw)
+def atomic_rmw(kind: str, base, offsets, value, mask, *, loc=None, ip=None) -> ir.Value:
+    """Atomically combine `value` into `base.flat[offsets]` where `mask` holds (Triton's
+    `tl.atomic_add` / `atomic_max` / `atomic_min`), each element once; the result holds
+    the elements' old values (0 where the mask is false).
+
+    %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add"}
+        : (memref<?xf32, strided<[?], offset: ?>>, tensor<128xi32>, tensor<128xf32>, tensor<128xi1>) -> tensor<128xf32>
+    """
+    return create("atomic_rmw", [value.type], [base, offsets, value, mask], {"kind": ir.StringAttr.get(kind)},
+                  loc=loc, ip=ip).result
+
+
 def _verify_block_access(op, tile_type, indices):
     memref = ir.MemRefType(op.operands[0].type)
     shape = _shape(tile_type)

@@ -178,13 +178,14 @@ class Expressions:
         return semantics.where(cond, then, other)
 
     def binary(self, node, op, a, b):
+        # (a tensor argument is no run-time value, but `x + 0` is a pointer all the same)
+        if isinstance(a, TensorArg) or isinstance(b, TensorArg) or isinstance(a, Pointer) or isinstance(b, Pointer):
+            return self.pointer_arith(node, op, a, b)
         if not is_runtime(a) and not is_runtime(b):
             try:
                 return _PY_OPS[op](a, b)
             except Exception as e:
                 raise self.error(node, f"compile-time {op} failed: {e}") from None
-        if isinstance(a, TensorArg) or isinstance(b, TensorArg) or isinstance(a, Pointer) or isinstance(b, Pointer):
-            return self.pointer_arith(node, op, a, b)
         if op == "*" and isinstance(a, Tile) and type(b) is int and b == 1:
             return a  # x * 1, as when a stride specialized to 1 multiplies an index
         if op == "*" and isinstance(b, Tile) and type(a) is int and a == 1:

@@ -65,6 +65,22 @@ def store(pointer, value, mask=None):
 
 
 @_builtin
+def atomic_add(pointer, value, mask=None):
+    """Triton form: add `value` to `tensor + offsets` atomically where `mask` holds (float32 or
+    int32 tensors), each element once; returns the old values (0 where the mask is false)."""
+
+
+@_builtin
+def atomic_max(pointer, value, mask=None):
+    """As `atomic_add`, keeping the larger value (int32 tensors); returns the old values."""
+
+
+@_builtin
+def atomic_min(pointer, value, mask=None):
+    """As `atomic_add`, keeping the smaller value (int32 tensors); returns the old values."""
+
+
+@_builtin
 def load_tile(tensor, index, shape, padding=0):
     """Structured form: tile number `index` (one per dim) of shape `shape`; out of bounds reads `padding`."""
 

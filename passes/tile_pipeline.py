@@ -119,7 +119,7 @@ from mlir.dialects import arith, gpu
 from ..dialects import pipeline_ops
 from ..dialects.layout import MAX_SHARED, SM_SHARED, element_bits
 from ..dialects.op_definition import create
-from ..dialects.tile_ops import is_tf32
+from ..dialects.tile_ops import WRITES, is_tf32
 from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar, inside, is_index_load, split_from_group
 from .next_tile_copies import plan
 from .registry import register_pass
@@ -235,7 +235,7 @@ class TilePipeline:
         in registers too where it holds a dot or asks for stages itself (`explicit`), and
         only those of a loop without a dot that asks."""
         found = []
-        stored = [op.operands[0] for op in all_ops(loop) if op.name == "tile.store"]
+        stored = [op.operands[0] for op in all_ops(loop) if op.name in WRITES]
         dots = any(op.name == "tile.dot" for op in all_ops(loop))
         registers = dots or explicit
         for op in body.operations:

@@ -53,6 +53,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects import pipeline_ops
+from ..dialects.tile_ops import WRITES
 from ..dialects.layout import Mma, Wgmma, element_bits, encoding_of, shared_panel
 from .block_access import match_store_block, start_value
 from .registry import register_pass
@@ -140,7 +141,7 @@ class TileTmaStores:
         ops = all_ops(module_op)
         accessed = {}  # tensor -> how many loads and stores reach it
         for op in ops:
-            if op.name in ("tile.load", "tile.store", "tile.load_tile", "tile.store_tile"):
+            if op.name in ("tile.load", "tile.load_tile") + WRITES:
                 accessed[op.operands[0]] = accessed.get(op.operands[0], 0) + 1
         for op in ops:
             if op.name == "tile.store" and accessed.get(op.operands[0]) == 1:

@@ -200,3 +200,22 @@ def test_small_ints_to_float_exact():
     assert torch.equal(out[:block], field.to(torch.float32))
     assert torch.equal(out[block:2 * block], (-field).to(torch.float32))
     assert torch.equal(out[2 * block:], ((x.to(torch.int8).to(torch.int32) & 15) - 8).to(torch.float32))
+
+
+@tile.kernel
+def to_bf16_kernel(x, out, BLOCK: tile.constexpr):
+    offs = tile.arange(0, BLOCK)
+    tile.store(out + offs, tile.load(x + offs).to(tile.bfloat16))
+
+
+def test_f32_to_bf16_rounding():
+    """f32 -> bf16 on the CPU target bit for bit as torch: ties to even both ways, the
+    carry into the exponent, overflow to inf, NaN, signed zero and subnormals."""
+    special = [1.00390625, 1.01171875, -1.00390625, 3.4e38, float("inf"), float("-inf"),
+               float("nan"), -0.0, 1e-40, 1.9921875 + 2**-9]
+    x = torch.cat([torch.tensor(special), torch.randn(256 - len(special)) * 1e3])
+    out = torch.empty(256, dtype=torch.bfloat16)
+    to_bf16_kernel[(1,)](x, out, BLOCK=256)
+    want = x.to(torch.bfloat16)
+    assert torch.equal(out.view(torch.int16)[~want.isnan()], want.view(torch.int16)[~want.isnan()])
+    assert out[want.isnan()].isnan().all()

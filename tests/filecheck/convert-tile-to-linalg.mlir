@@ -192,3 +192,43 @@ func.func @gather(%src: tensor<4x8xf32>, %idx: tensor<4x8xi32>) -> tensor<4x8xf3
   %g = "tile.gather"(%src, %idx) {axis = 1 : i32} : (tensor<4x8xf32>, tensor<4x8xi32>) -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
+
+// -----
+
+// atomic_rmw: an scf.parallel like a store's, one memref.atomic_rmw per element under its
+// mask; the old values, read here, through a buffer of their own.
+
+!buf = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @atomic_add
+// CHECK-SAME: (%[[Y:[^:]*]]: memref<?xf32, strided<[?], offset: ?>>, %[[OFFS:[^:]*]]: tensor<64xi32>, %[[V:[^:]*]]: tensor<64xf32>, %[[MASK:[^:]*]]: tensor<64xi1>)
+// CHECK: %[[OLD:.*]] = memref.alloc() : memref<64xf32>
+// CHECK: scf.parallel (%[[IV:.*]]) =
+// CHECK: %[[X:.*]] = tensor.extract %[[V]][%[[IV]]] : tensor<64xf32>
+// CHECK: %[[GOT:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK: %[[R:.*]] = memref.atomic_rmw addf %[[X]], %{{.*}}[%{{.*}}]
+// CHECK-NEXT: scf.yield %[[R]] : f32
+// CHECK: memref.store %[[GOT]], %[[OLD]][%[[IV]]]
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[OLD]] restrict
+// CHECK: return %[[T]]
+// CHECK-NOT: tile.
+func.func @atomic_add(%y: !buf, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) -> tensor<64xf32> {
+  %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add"} : (!buf, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+  return %old : tensor<64xf32>
+}
+
+// -----
+
+// An atomic whose old values nothing reads keeps its updates, and needs no buffer.
+
+!ibuf = memref<?xi32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @atomic_max_unread
+// CHECK-NOT: memref.alloc
+// CHECK: scf.parallel
+// CHECK: memref.atomic_rmw maxs
+// CHECK-NOT: tile.
+func.func @atomic_max_unread(%y: !ibuf, %offs: tensor<64xi32>, %v: tensor<64xi32>, %mask: tensor<64xi1>) {
+  %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max"} : (!ibuf, tensor<64xi32>, tensor<64xi32>, tensor<64xi1>) -> tensor<64xi32>
+  return
+}

@@ -307,3 +307,19 @@ func.func @gather_shapes(%src: tensor<4x8xf32>, %idx: tensor<2x8xi32>) -> tensor
   %g = "tile.gather"(%src, %idx) {axis = 1 : i32} : (tensor<4x8xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
   return %g : tensor<2x8xf32>
 }
+
+// -----
+
+func.func @atomic_kind(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) {
+  // expected-error @below {{'tile.atomic_rmw' op kind must be one of add, max, min, got xor}}
+  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "xor"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @atomic_max_float(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) {
+  // expected-error @below {{'tile.atomic_rmw' op atomic max takes i32 values, got f32}}
+  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+  return
+}

@@ -1,0 +1,91 @@
+"""`tile.atomic_rmw` in the distributed GPU codegen: every element combined once.
+
+A layout may give one element to several threads (a tile smaller than its layout's CTA
+tile wraps around; a slice layout's lanes, or a row layout's quad, hold copies): a store
+may write the element from each copy, an atomic must not. Each register's update runs in
+the thread that holds the element's first copy, where its mask holds:
+
+    # before
+    %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add"} : (...) -> tensor<256xf32, #tile.blocked<...>>
+    # after, per register r
+    %old_r = scf.if (%mask_r & %first_copy_r) { memref.atomic_rmw addf %v_r, %flat[%off_r] } else { 0.0 }
+
+`memref.atomic_rmw` lowers to `llvm.atomicrmw`, PTX `atom.global.add.f32`. A scalar atomic runs in thread 0; where its old value is
+used, every thread reads it back from shared memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref
+
+from ..dialects.layout import element_bits
+from .convert_tile_to_linalg import ATOMIC_RMW, const_index, flat_view, if_else, to_index
+from .distributed_layout import Distribution, RowsDistribution
+from .register_vectors import elements, from_elements, i32
+
+
+def _first_copies(self, dist) -> list | None:
+    """Per register, an i1: whether this thread holds the first copy of its element (None:
+    every element has one copy, as in the tensor-core layouts)."""
+    if isinstance(dist, RowsDistribution):  # the four threads of a quad hold a row
+        first = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(self.lane, i32(3)), i32(0))
+        return [first] * dist.num_registers
+    if not isinstance(dist, Distribution):
+        return None
+    L, n = dist.layout, dist.num_registers
+    conds = [[] for _ in range(n)]
+    # ids past those a layout uses repeat the ones below
+    for ids, used, have in ((self.lane, math.prod(L.threads_per_warp), 32),
+                            (self.warp, math.prod(L.warps_per_cta), self.num_warps)):
+        if used < have:
+            below = arith.cmpi(arith.CmpIPredicate.ult, ids, i32(used))
+            for c in conds:
+                c.append(below)
+    for d in range(dist.rank):
+        if dist.shape[d] % dist.cta(d) == 0:
+            continue
+        # a coordinate that reaches past the tile, before it wraps, is a copy
+        lane_d = arith.remui(arith.divui(self.lane, i32(dist.lane_shift(d))), i32(L.threads_per_warp[d]))
+        warp_d = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(d))), i32(L.warps_per_cta[d]))
+        base = arith.addi(arith.muli(warp_d, i32(L.size_per_thread[d] * L.threads_per_warp[d])),
+                          arith.muli(lane_d, i32(L.size_per_thread[d])))
+        for r, j in enumerate(dist.register_indices):
+            at = arith.addi(base, i32(dist.register_offset(d, j[d])))
+            conds[r].append(arith.cmpi(arith.CmpIPredicate.ult, at, i32(dist.shape[d])))
+    if not conds[0]:
+        return None
+    return [functools.reduce(arith.andi, c) for c in conds]
+
+
+def op_tile_atomic_rmw(self, op):
+    base, offsets, value, mask = op.operands
+    elem = ir.MemRefType(base.type).element_type
+    rmw = ATOMIC_RMW[ir.StringAttr(op.attributes["kind"]).value][isinstance(elem, ir.FloatType)]
+    zero = arith.ConstantOp(elem, 0.0 if isinstance(elem, ir.FloatType) else 0).result
+    flat = flat_view(self.value(base))
+
+    def update(off, v, m):
+        return if_else(m, elem, lambda: memref.AtomicRMWOp(rmw, v, flat, [to_index(off)]).result, lambda: zero)
+
+    if not isinstance(offsets.type, ir.RankedTensorType):
+        first = arith.cmpi(arith.CmpIPredicate.eq, self.tid, i32(0))
+        old = update(self.value(offsets), self.value(value), arith.andi(self.value(mask), first))
+        if list(op.result.uses):  # thread 0's old value, to every thread
+            buf = self.scratch(elem, 1, align=element_bits(elem) // 8)
+            gpu.barrier()
+            if_else(first, None, lambda: memref.StoreOp(old, buf, [const_index(0)]), None)
+            gpu.barrier()
+            old = memref.LoadOp(buf, [const_index(0)]).result
+        self.map[op.result] = old
+        return
+    dist = self.dist(value)
+    n = dist.num_registers
+    offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
+    first = _first_copies(self, dist)
+    if first is not None:
+        masks = [arith.andi(m, f) for m, f in zip(masks, first)]
+    self.map[op.result] = from_elements([update(o, v, m) for o, v, m in zip(offs, vals, masks)], elem)
