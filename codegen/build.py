@@ -9,13 +9,15 @@ to (a memref is allocated ptr, aligned ptr, offset, sizes..., strides...).
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import re
 
 from mlir import ir
 
 from ..dialects import make_context
+from ..dialects.layout import BLOCK_SHARED, Mma
 from ..frontend.emitter import emit_kernel
-from ..frontend.errors import CompilationError, TileError
+from ..frontend.errors import CompilationError, TileError, def_line
 from ..frontend.parser import parse_function
 from ..passes.walk import collect
 from ..runtime.toolchain import PINS
@@ -95,12 +97,15 @@ def _ptxas_summary(log: str) -> dict:
             "spill_stores": num(r"(\d+) bytes spill stores"), "spill_loads": num(r"(\d+) bytes spill loads")}
 
 
-def _tensor_core_dots(module) -> bool:
+def _tensor_core_dots(module, num_warps: int) -> bool:
     """True unless the kernel has a dot that mma.sync cannot do: f32 operands without
-    tf32, or K not a multiple of the instruction's (16 for 16-bit operands, 8 for tf32)."""
+    tf32, K not a multiple of the instruction's (16 for 16-bit operands, 8 for tf32), or
+    an accumulator too small for whole m16n8 fragments on every warp."""
     for dot in collect(module.operation, ["tile.dot"]):
         step = k_step(dot)
         if step is None or ir.RankedTensorType(dot.operands[0].type).shape[1] % step:
+            return False
+        if Mma.for_shape(list(ir.RankedTensorType(dot.results[0].type).shape), num_warps) is None:
             return False
     return True
 
@@ -112,8 +117,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = emit_kernel(kernel._parsed, kernel.fn.__globals__, kernel.name, signature)
-        if target != "cpu" and not _tensor_core_dots(module):
-            options = {**options, "codegen": "linalg"}  # exact f32 dots have no tensor-core path
+        if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
+            options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
@@ -127,6 +132,12 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         "shared_bytes": _dynamic_shared_bytes(compiled.stages.get("gpu", "")),
         "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
     }
+    need, limit = compiled.metadata["shared_bytes"], BLOCK_SHARED.get(target)
+    if limit is not None and need > limit:
+        lines, first, at = def_line(kernel.fn)
+        raise CompilationError(f"tile too large: kernel {kernel.name} needs {need} bytes of shared memory, more than the "
+                               f"{limit} a {target} block can have: use smaller tiles or fewer stages",
+                               inspect.getsourcefile(kernel.fn), first + at, 1, lines[at])
     if target != "cpu":
         from .cubin import assemble
 

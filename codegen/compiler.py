@@ -169,6 +169,9 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
     _active.append(diagnostics)
     try:
         return _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx)
+    except Exception as e:
+        e.dumps = out.dumps  # what ran before the failure: TILE_DUMP_IR writes it all the same
+        raise
     finally:
         _active.pop()
         diagnostics.detach()

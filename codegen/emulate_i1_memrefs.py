@@ -50,7 +50,7 @@ class EmulateI1Memrefs:
         loads, stores, values = [], [], []
 
         def visit(op):  # collect first: widening a memref hides which ops used it as i1
-            if op.name == "func.func":
+            if op.name in ("func.func", "gpu.func"):
                 _widen_function_type(op)
             if op.name == "memref.load" and _widened(op.operands[0].type):
                 loads.append(op)

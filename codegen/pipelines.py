@@ -77,7 +77,7 @@ def gpu_distributed(options: dict) -> list[str]:
     spec = (f" divisible-args={divisible}" if divisible else "") + (" noalias=1" if options.get("noalias") else "")
     if options["target"] == "sm_80":  # (no e4m3 form of cvt before sm_89)
         spec += " float8-cvt=0"
-    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "canonicalize", "cse"]
+    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "emulate-i1-memrefs", "canonicalize", "cse"]
 
 
 def nvvm(target: str) -> list[str]:
@@ -85,7 +85,7 @@ def nvvm(target: str) -> list[str]:
     return [
         f"nvvm-attach-target{{chip={target} features={features} O=3}}",
         "gpu.module(math-expand-ops, convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
-        "convert-gpu-to-nvvm{index-bitwidth=64}, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
+        "convert-gpu-to-nvvm{index-bitwidth=64}, convert-vector-to-llvm, convert-ub-to-llvm, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
         "reconcile-unrealized-casts",
         "align-dynamic-shared",
     ]

@@ -26,7 +26,25 @@ def gpu_module_to_llvm_ir(module: ir.Module) -> str:
     inner = ir.Module.create()
     for op in gpu_modules[0].regions[0].blocks[0].operations:
         inner.body.append(op.operation.clone())
+    _check_translatable(inner)
     return llvm_dialect.translate_module_to_llvmir(inner.operation)
+
+
+def _check_translatable(module: ir.Module) -> None:
+    """Raise on the first op that is not LLVM or NVVM: a lowering left it behind, and the
+    translation would crash the process on it (it does not fail cleanly)."""
+    left = []
+
+    def visit(op):
+        name = op.operation.name
+        if not left and name.split(".")[0] not in ("llvm", "nvvm", "builtin"):
+            left.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if left:
+        raise CompilationError(f"internal error: '{left[0].name}' at {left[0].location} was not lowered to LLVM "
+                               "by the nvvm stage; TILE_DUMP_IR=DIR shows where it came from")
 
 
 @functools.cache

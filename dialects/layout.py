@@ -57,6 +57,7 @@ def element_bits(elem: ir.Type) -> int:
 
 
 MAX_SHARED = 227 * 1024  # bytes of shared memory an H100/H200 block can have
+BLOCK_SHARED = {"sm_80": 163 * 1024}  # targets whose blocks have less (an A100's opt-in limit)
 SM_SHARED = 228 * 1024  # an SM's, shared by its resident blocks, 1 KB each reserved on top of theirs
 
 

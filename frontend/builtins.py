@@ -39,7 +39,10 @@ def _shape(v, what: str) -> list[int]:
         v = (v,)
     if not isinstance(v, (tuple, list)):
         raise SemanticError(f"{what} must be a tuple of compile-time integers")
-    return [_const_int(d, what) for d in v]
+    dims = [_const_int(d, what) for d in v]
+    if any(d < 1 for d in dims):
+        raise SemanticError(f"{what} must be positive, got {tuple(dims)}")
+    return dims
 
 
 def _dtype(v, what="dtype") -> dtypes.dtype:
@@ -227,7 +230,7 @@ def _minimum(x, y):
 
 def _reduce(kind):
     def emit(x, axis=0):
-        x = _tile(x, f"{kind}'s operand")
+        x = semantics.computable(_tile(x, f"{kind}'s operand"), f"{kind}'s operand")
         if x.is_scalar:
             raise SemanticError(f"{kind} needs a tile, got a scalar")
         axis = _axis(axis)
@@ -281,7 +284,7 @@ def _cast(x, dtype):
 
 @emitter("dot")
 def _dot(a, b, acc=None, input_precision=None):
-    a, b = _tile(a, "dot's a"), _tile(b, "dot's b")
+    a, b = semantics.computable(_tile(a, "dot's a"), "dot's a"), semantics.computable(_tile(b, "dot's b"), "dot's b")
     if input_precision not in (None, "ieee", "tf32"):
         raise SemanticError(f"dot's input_precision must be \"ieee\" or \"tf32\", got {_describe(input_precision)}")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:

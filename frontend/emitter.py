@@ -184,6 +184,8 @@ class FunctionEmitter(Expressions):
                 raise self.error(node, f"variable '{name}' holds the compile-time value {old!r} but is reassigned inside a "
                                  "run-time loop; give it a run-time initial value (e.g. tile.zeros or tile.full)")
         carried = [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
+        if step == 0 and not isinstance(step, Tile):  # scf.for would never end
+            raise self.error(node, "range's step must not be zero")
         bounds = [b if isinstance(b, Tile) else semantics.constant(b, dtypes.int32) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
@@ -211,11 +213,12 @@ class FunctionEmitter(Expressions):
         if not is_runtime(new):
             raise self.error(node, f"'{name}' changes from a run-time value to {new!r} inside control flow")
         new_v = _carry_value(new)
+        # As in Triton: a carried value keeps its type (a silent cast back would truncate).
         if isinstance(old, Tile) and isinstance(new, Tile) and new.type != old.type:
             if new.shape == old.shape:
-                new_v = semantics.cast(new, old.dtype).value
-            else:
-                raise self.error(node, f"'{name}' changes type from {old.type} to {new.type} inside control flow")
+                raise self.error(node, f"'{name}' is {old.dtype!r} before this {'loop' if node.data == 'for_stmt' else 'if'} but {new.dtype!r} inside "
+                                       f"it: convert it back (.to({old.dtype!r})) or start it as {new.dtype!r}")
+            raise self.error(node, f"'{name}' changes type from {old.type} to {new.type} inside control flow")
         return new_v
 
 def _assigned_names(suites) -> list[str]:

@@ -37,7 +37,13 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
     if isinstance(value, bool):
         return int1
     if isinstance(value, int):
-        return other if other is not None and other != int1 else int32
+        if other is not None and other.is_float:
+            return other
+        # the operand's int type if the value fits it, else the first wider one that holds it
+        for dt in ([other] if other is not None and other != int1 else []) + [int32, dtypes.int64]:
+            if -(1 << (dt.bits - 1)) <= value < 1 << (dt.bits - 1):
+                return dt
+        raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
         return other if other is not None and other.is_float else float32
     raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
@@ -105,6 +111,14 @@ def broadcast_to(x: Tile, shape: list[int]) -> Tile:
     return Tile(tile_ops.broadcast(v, shape) if padded != shape else v)
 
 
+def computable(x: Tile, what: str = "") -> Tile:
+    """x, unless it is a float8 tile: those are loaded, stored and converted, never computed on."""
+    if x.dtype in dtypes.FLOAT8:
+        raise SemanticError(f"float8 tiles are storage only{f' ({what} is {x.dtype!r})' if what else ''}: convert "
+                            "with .to(tile.float16), .to(tile.bfloat16) or .to(tile.float32) before computing with them")
+    return x
+
+
 def operands(a, b) -> tuple[Tile, Tile]:
     """Turn two operands (Tiles or Python constants) into Tiles of one dtype and shape."""
     if not isinstance(a, Tile) and not isinstance(b, Tile):
@@ -113,9 +127,7 @@ def operands(a, b) -> tuple[Tile, Tile]:
         a = constant(a, python_dtype(a, b.dtype))
     if not isinstance(b, Tile):
         b = constant(b, python_dtype(b, a.dtype))
-    if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
-        raise SemanticError("float8 tiles are storage only: convert with .to(tile.float16), .to(tile.bfloat16) or "
-                            ".to(tile.float32) before computing with them")
+    computable(a), computable(b)
     dt = promote_dtypes(a.dtype, b.dtype)
     a, b = cast(a, dt), cast(b, dt)
     shape = broadcast_shapes(a.shape, b.shape) if (a.shape or b.shape) else []
@@ -199,6 +211,7 @@ def unary_math(name: str, x) -> Tile:
 
 
 def absolute(x: Tile) -> Tile:
+    computable(x, "abs's operand")
     return Tile(math.absf(x.value) if x.dtype.is_float else math.absi(x.value))
 
 

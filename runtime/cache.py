@@ -127,6 +127,18 @@ def _copy_dumps(path: str, kernel_name: str, key: str):
             shutil.copyfile(os.path.join(path, n), os.path.join(dest, n))
 
 
+def _write_dumps(dumps, kernel_name: str, key: str):
+    """The passes that ran before a build failed, into TILE_DUMP_IR (never cached)."""
+    dump = os.environ.get("TILE_DUMP_IR")
+    if not dump or not dumps:
+        return
+    dest = os.path.join(dump, f"{kernel_name}-{key[:8]}")
+    os.makedirs(dest, exist_ok=True)
+    for fname, content in dumps:
+        with open(os.path.join(dest, fname), "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
+
+
 def read_stages(path: str) -> dict:
     """Every stage's output kept in a cache entry, by stage name (`tile`, ..., `ptx`, `cubin`)."""
     out = {}
@@ -165,7 +177,11 @@ def load_or_build(kernel, signature, target: str, options: dict):
         entry = None
     if entry is None:
         build = _compiler(kernel, target, options, path)
-        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+        try:
+            compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+        except Exception as e:
+            _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
+            raise
         _write_entry(path, compiled, artifact)
         entry = (compiled.metadata, artifact)
     _copy_dumps(path, kernel.name, key)

@@ -49,13 +49,24 @@ def kernel(fn=None, **options):
     return Kernel(fn, **options)
 
 
+def checked_options(options: dict) -> dict:
+    """num_warps a power of two from 1 to 32 (a block of at most 1024 threads), num_stages
+    an int of at least 1; ints, not floats or bools."""
+    warps, stages = options["num_warps"], options["num_stages"]
+    if type(warps) is not int or warps not in (1, 2, 4, 8, 16, 32):
+        raise LaunchError(f"num_warps must be 1, 2, 4, 8, 16 or 32, got {warps!r}")
+    if type(stages) is not int or stages < 1:
+        raise LaunchError(f"num_stages must be an int of at least 1, got {stages!r}")
+    return options
+
+
 class Kernel(FastLaunch):
     def __init__(self, fn, **options):
         unknown = set(options) - set(DEFAULT_OPTIONS)
         if unknown:
             raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
         self.fn, self.name = fn, fn.__name__
-        self.options = {**DEFAULT_OPTIONS, **options}
+        self.options = checked_options({**DEFAULT_OPTIONS, **options})
         self.params = list(inspect.signature(fn).parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr(p.annotation)}
         self._launchers: dict = {}
@@ -129,7 +140,7 @@ class Kernel(FastLaunch):
         if missing:
             kind = "constexpr" if all(m in self.constexprs for m in missing) else "argument"
             raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}")
-        return [values[n] for n in names], {**self.options, **options}
+        return [values[n] for n in names], checked_options({**self.options, **options}) if options else self.options
 
     def signature(self, values) -> list[tuple]:
         """(name, kind, detail) per parameter: the specialization, in compiler form."""

@@ -1,7 +1,7 @@
 """The fast launch path of `Kernel` (a mixin): a binder generated per kernel.
 
 `kernel[grid]` is a cached partial of the binder, which reads each argument
-once (pointer, dtype, rank, device and alignment of a tensor; whether the tensors'
+once (pointer, dtype, rank, device (a meta tensor never passes for a CPU one) and alignment of a tensor; whether the tensors'
 storages overlap; ==1, %16 and the int32 range of an int; class and value of a
 constexpr; the options; the environment), looks the specialization's generated launch function up by what
 it read, and calls it. Each guess the binder makes (this argument is a tensor,
@@ -12,6 +12,7 @@ that one an int) is checked; one that fails goes the general way
 from __future__ import annotations
 
 import linecache
+import operator
 import os
 
 from ..frontend.errors import LaunchError, TileError
@@ -92,7 +93,7 @@ class FastLaunch:
                 fast = (make and make(self._kinds)) or _adapter(launcher, self._kinds, self._runtime_names)
                 self._bound[key] = fast
             if grid_fn is not None:
-                grid = _callable_grid(grid_fn({p.name: v for p, v in zip(self.params, values)}))
+                grid = normal_grid(grid_fn({p.name: v for p, v in zip(self.params, values)}))
                 if grid is None:
                     return
                 gx, gy, gz = grid
@@ -128,7 +129,7 @@ class FastLaunch:
                 ptr = f"{pre}p{i}"
                 reads.append(f"{ptr} = {n}.data_ptr()")
                 tensors.append(n)
-                key += [f"{n}.dtype", f"{n}.dim()", f"{n}.is_cuda", f"not {ptr} & 15"]
+                key += [f"{n}.dtype", f"{n}.dim()", f"{n}.device", f"not {ptr} & 15"]
                 flat += [n, ptr]
             else:
                 guards.append(f"{n}.__class__ is not {pre}{ {'i': 'int', 'f': 'float', 'b': 'bool'}[kind] }")
@@ -178,7 +179,7 @@ class FastLaunch:
         filename = f"<tile binder {self.name}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
-                     f"{pre}miss": self._miss, f"{pre}grid": _callable_grid, f"{pre}AttributeError": AttributeError,
+                     f"{pre}miss": self._miss, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError,
                      f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
         binder = namespace[f"{pre}binder"]
@@ -236,12 +237,23 @@ def _adapter(launcher, kinds, names):
 
 def normal_grid(grid):
     """The 3-tuple of ints of a grid, or None when it is empty (nothing to launch)."""
-    if isinstance(grid, int):
+    if not isinstance(grid, (tuple, list)):
         grid = (grid,)
+    # ints (a float would be truncated), each fitting the 32-bit program id
+    if not 1 <= len(grid) <= 3 or any(not _is_int(g) or not 0 <= g < 2**31 for g in grid):
+        raise LaunchError(f"grid must be 1 to 3 ints in [0, 2**31), got {tuple(grid)!r}")
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    if len(grid) != 3 or any(g < 0 for g in grid):
-        raise LaunchError(f"grid must be 1 to 3 non-negative ints, got {grid}")
     return None if 0 in grid else grid
+
+
+def _is_int(v) -> bool:
+    """An int, a numpy or 0-d torch integer; not a bool or a float."""
+    if isinstance(v, bool):
+        return False
+    try:
+        return operator.index(v) == v
+    except TypeError:
+        return False
 
 
 def exact_grid(grid):
@@ -251,11 +263,3 @@ def exact_grid(grid):
     if type(grid) is not tuple or not 1 <= len(grid) <= 3 or any(type(g) is not int or not 0 < g < 2**31 for g in grid):
         return None
     return grid + (1,) * (3 - len(grid))
-
-
-def _callable_grid(grid):
-    """A grid function's result, for the binder: (gx, gy, gz), or None when empty."""
-    grid = normal_grid(grid)
-    if grid is not None and any(g >= 2**31 for g in grid):
-        raise LaunchError(f"grid {grid} is larger than a GPU allows")
-    return grid

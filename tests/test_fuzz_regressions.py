@@ -1,0 +1,198 @@
+"""Inputs a fuzzer found that crashed the process, hung it or answered wrong; each now
+compiles and runs right or raises a `tile.TileError` naming the cause. The GPU-target
+cases compile only (meta tensors), as the CPU machine can."""
+
+import pytest
+import torch
+
+import tile
+
+
+@pytest.fixture
+def gpu_target(monkeypatch):
+    def use(target="sm_90a"):
+        monkeypatch.setenv("TILE_TARGET", target)
+        monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+
+    return use
+
+
+@tile.kernel
+def small_dot_kernel(a, b, c, BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr):
+    rm, rn, rk = tile.arange(0, BM), tile.arange(0, BN), tile.arange(0, BK)
+    acc = tile.dot(tile.load(a + rm[:, None] * BK + rk[None, :]), tile.load(b + rk[:, None] * BN + rn[None, :]))
+    tile.store(c + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("bm, bn, warps", [(16, 32, 4), (16, 16, 4)])
+def test_small_dots(target, bm, bn, warps, gpu_target):
+    """16x32 at 4 warps is one m16n8 fragment a warp: its accumulator's 2x2 reshape was left
+    unlowered and the translation to LLVM IR segfaulted. 16x16 at 4 warps fits no mma grid
+    (it raised a misleading 'needs an f32 accumulator'): it now takes the linalg path."""
+    gpu_target(target)
+    a = torch.empty(bm, 16, dtype=torch.float16, device="meta")
+    b = torch.empty(16, bn, dtype=torch.float16, device="meta")
+    c = torch.empty(bm, bn, device="meta")
+    launcher = small_dot_kernel.compile(a, b, c, BM=bm, BN=bn, BK=16, num_warps=warps)
+    assert (".entry small_dot_kernel" in launcher.asm["ptx"]) and ("mma.sync" in launcher.asm["ptx"]) == (bm * bn > 256)
+
+
+def test_unlowered_ops_raise_before_translation():
+    """An op the nvvm stage left behind is named (MLIR's translation crashes on it)."""
+    from mlir import ir
+
+    from tile.codegen.ptx import gpu_module_to_llvm_ir
+    from tile.dialects import make_context
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse("""
+            gpu.module @k {
+              llvm.func @f(%x: f32) -> f32 {
+                %y = arith.addf %x, %x : f32
+                llvm.return %y : f32
+              }
+            }""")
+        with pytest.raises(tile.CompilationError, match="'arith.addf' .* was not lowered to LLVM"):
+            gpu_module_to_llvm_ir(module)
+
+
+@tile.kernel
+def bool_kernel(x, f, out, n, BLOCK: tile.constexpr):
+    o = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    b = tile.load(x + o, mask=o < n, other=False)
+    tile.store(out + o, b & (tile.load(f + o, mask=o < n, other=0.0) > 0.5), mask=o < n)
+
+
+def test_bool_tensors_on_the_gpu(gpu_target):
+    """A bool tensor's i1 memref aborted MemRefToLLVM: on the GPU too it is read and written
+    as bytes (`emulate-i1-memrefs`)."""
+    gpu_target()
+    x = torch.empty(1000, dtype=torch.bool, device="meta")
+    launcher = bool_kernel.compile(x, torch.empty(1000, device="meta"), x, 1000, BLOCK=128)
+    assert "ld.global.b8" in launcher.asm["ptx"] and "st.global.b8" in launcher.asm["ptx"]
+
+
+def test_bool_tensors_on_the_cpu():
+    x, f = torch.rand(1000) > 0.5, torch.rand(1000)
+    out = torch.zeros(1000, dtype=torch.bool)
+    bool_kernel[(8,)](x, f, out, 1000, BLOCK=128)
+    assert torch.equal(out, x & (f > 0.5))
+
+
+@tile.kernel
+def float8_dot_kernel(a, c, BLOCK: tile.constexpr):
+    r = tile.arange(0, BLOCK)
+    x = tile.load(a + r[:, None] * BLOCK + r[None, :])
+    tile.store(c + r[:, None] * BLOCK + r[None, :], tile.dot(x, x))
+
+
+def test_float8_dot_needs_a_conversion():
+    """A dot on float8 tiles segfaulted in the GPU lowering: they are storage only."""
+    a = torch.zeros(32, 32).to(torch.float8_e4m3fn)
+    with pytest.raises(tile.CompilationError, match=r"float8 tiles are storage only \(dot's a is"):
+        float8_dot_kernel[(1,)](a, torch.zeros(32, 32), BLOCK=32)
+
+
+def test_meta_tensor_after_a_cpu_launch():
+    """The launch cache's key told a meta tensor from a CPU one only by `is_cuda`: a meta
+    tensor after a CPU launch reached the CPU kernel as a null pointer."""
+    import vector_add
+
+    x = torch.rand(64)
+    vector_add.add_kernel[(1,)](x, x, torch.empty(64), 64, BLOCK=64)
+    with pytest.raises(tile.LaunchError, match="argument 'out' is on meta"):
+        vector_add.add_kernel[(1,)](x, x, torch.empty(64, device="meta"), 64, BLOCK=64)
+
+
+@pytest.mark.parametrize("grid", [(2**31,), (1, 2**32 + 1), (1.5,), (2.0,), (), (1, 1, 1, 1)])
+def test_bad_grids(grid):
+    """A grid past the 32-bit program id wrapped; a float one was truncated."""
+    import vector_add
+
+    x = torch.rand(64)
+    with pytest.raises(tile.LaunchError, match=r"grid must be 1 to 3 ints in \[0, 2\*\*31\)"):
+        vector_add.add_kernel[grid](x, x, torch.empty(64), 64, BLOCK=64)
+
+
+@pytest.mark.parametrize("option, value", [("num_warps", 0), ("num_warps", 4.0), ("num_warps", 3), ("num_warps", 64),
+                                           ("num_stages", 0), ("num_stages", 2.0)])
+def test_bad_launch_options(option, value):
+    import vector_add
+
+    x = torch.rand(64)
+    with pytest.raises(tile.LaunchError, match=f"{option} must be"):
+        vector_add.add_kernel[(1,)](x, x, torch.empty(64), 64, BLOCK=64, **{option: value})
+
+
+@tile.kernel
+def wide_literal_kernel(x, out, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    v = tile.load(x + o)
+    tile.store(out + o, (v + 4294967296) == v)
+
+
+def test_int_literal_wider_than_the_tile():
+    """2**32 next to an int32 tile was truncated to 0 (v + 2**32 == v held)."""
+    out = torch.ones(8, dtype=torch.int32)
+    wide_literal_kernel[(1,)](torch.arange(8, dtype=torch.int32), out, BLOCK=8)
+    assert not out.any()
+
+
+@tile.kernel
+def carried_dtype_kernel(x, out, n, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    acc = tile.zeros((BLOCK,), tile.int32)
+    for i in range(0, n):
+        acc = acc + tile.load(x + o)
+    tile.store(out + o, acc)
+
+
+def test_loop_carried_dtype_change():
+    """An int32 accumulator that became float32 inside the loop was cast back each
+    iteration (0.75 summed three times gave 0)."""
+    with pytest.raises(tile.CompilationError, match="'acc' is tile.int32 before this loop but tile.float32 inside it"):
+        carried_dtype_kernel[(1,)](torch.full((8,), 0.75), torch.zeros(8), 3, BLOCK=8)
+
+
+@tile.kernel
+def zero_step_kernel(x, n):
+    for i in range(0, n, 0):
+        tile.store(x + i, 1.0)
+
+
+@tile.kernel
+def negative_shape_kernel(x, BLOCK: tile.constexpr):
+    tile.store(x + tile.arange(0, BLOCK), tile.full((BLOCK, -1), 0.0, tile.float32))
+
+
+def test_zero_step_and_negative_shape():
+    """A zero step never ends; a negative dimension escaped as an MLIRError."""
+    with pytest.raises(tile.CompilationError, match="range's step must not be zero"):
+        zero_step_kernel[(1,)](torch.zeros(4), 4)
+    with pytest.raises(tile.CompilationError, match=r"must be positive, got \(16, -1\)"):
+        negative_shape_kernel[(1,)](torch.zeros(16), BLOCK=16)
+
+
+def test_sm80_shared_memory_limit(gpu_target):
+    """sm_80 was held to an H100's 227 KB; an A100 block has 163 KB."""
+    import matmul
+
+    gpu_target("sm_80")
+    a = torch.empty(1024, 1024, dtype=torch.bfloat16, device="meta")
+    with pytest.raises(tile.CompilationError, match="needs 196608 bytes of shared memory, more than the 166912 a sm_80"):
+        matmul.matmul(a, a, torch.empty(1024, dtype=torch.bfloat16, device="meta"), BM=128, BN=256, BK=64,
+                      num_warps=8, num_stages=4)
+
+
+def test_failed_build_still_dumps(gpu_target, monkeypatch, tmp_path):
+    """TILE_DUMP_IR wrote nothing when a build failed, where the dumps matter most."""
+    import vector_add
+
+    gpu_target("sm_90")
+    monkeypatch.setenv("TILE_DUMP_IR", str(tmp_path))
+    x = torch.empty(1 << 16, device="meta")
+    with pytest.raises(tile.TileError, match="tile too large"):
+        vector_add.add_kernel.compile(x, x, x, 1 << 16, BLOCK=1 << 16)
+    (folder,) = tmp_path.iterdir()
+    assert any(p.name.endswith("stage-tile-opt.mlir") for p in folder.iterdir())
