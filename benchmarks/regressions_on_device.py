@@ -3,6 +3,7 @@ now built on the CPU machine, run on the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/regressions_on_device.py --compile-only
     python3 benchmarks/regressions_on_device.py          # on the GPU, with that cache
+    python3 benchmarks/regressions_on_device.py --cpu    # the same checks on the CPU target
 """
 
 from __future__ import annotations
@@ -28,9 +29,17 @@ def bool_kernel(x, f, out, n, BLOCK: tile.constexpr):
     tile.store(out + o, b & (tile.load(f + o, mask=o < n, other=0.0) > 0.5), mask=o < n)
 
 
+@tile.kernel
+def atomic_dot_kernel(a, b, c, old, B: tile.constexpr):
+    """An exact f32 dot (the linalg path on a GPU) added atomically, its old values kept."""
+    r = tile.arange(0, B)
+    acc = tile.dot(tile.load(a + r[:, None] * B + r[None, :]), tile.load(b + r[:, None] * B + r[None, :]))
+    tile.store(old + r[:, None] * B + r[None, :], tile.atomic_add(c + r[:, None] * B + r[None, :], acc))
+
+
 def main() -> int:
     compile_only = "--compile-only" in sys.argv
-    device = "meta" if compile_only else "cuda"
+    device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
     failed = []
 
     def check(name, got, want, **tol):
@@ -59,6 +68,12 @@ def main() -> int:
     bool_kernel[(tile.cdiv(n, 128),)](x, f, out, n, BLOCK=128)
     if not compile_only:
         check("bool tensors", out, x & (f > 0.5))
+    a, c0 = torch.randn(16, 16).to(device), torch.randn(16, 16).to(device)
+    c, old = c0.clone(), torch.zeros(16, 16, device=device)
+    atomic_dot_kernel[(1,)](a, a, c, old, B=16)
+    if not compile_only:
+        check("atomic_add of an f32 dot (linalg path): sums", c, c0 + a @ a, rtol=1e-4, atol=1e-4)
+        check("atomic_add of an f32 dot (linalg path): old values", old, c0)
     print("failed:", failed)
     return 1 if failed else 0
 
