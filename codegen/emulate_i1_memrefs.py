@@ -1,6 +1,7 @@
 """`emulate-i1-memrefs`: store booleans in memory as bytes.
 
-Our own pass, for the CPU target after `convert-linalg-to-loops`. The LLVM
+Our own pass (upstream has none), for the CPU target after `convert-linalg-to-loops`
+and the GPU target after `convert-tile-to-gpu` (kernels' `gpu.func` signatures too). The LLVM
 lowering of `memref.store` asserts (aborting the process) on an i1 element,
 and i1 buffers arise from bool tensor arguments, reductions of masks and the
 helper that `buffer-deallocation-pipeline` emits for loop- or branch-carried
