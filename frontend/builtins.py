@@ -13,7 +13,7 @@ from mlir.dialects import arith, memref
 
 from ..dialects import tile_ops
 from . import dtypes, semantics
-from .dtypes import float32, int1, int32
+from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
 
@@ -295,6 +295,9 @@ def _dot(a, b, acc=None, input_precision=None):
     acc = constant(0, float32, shape) if acc is None else _tile(acc, "dot's acc")
     if acc.shape != shape:
         raise SemanticError(f"dot accumulator must have shape {shape}, got {acc.shape}")
+    if a.dtype not in (float32, float16, bfloat16) or acc.dtype != float32:
+        raise SemanticError(f"dot takes float32, float16 or bfloat16 operands and a float32 accumulator, got "
+                            f"{a.dtype!r} operands and a {acc.dtype!r} accumulator")
     # As in Triton, the precision applies to f32 operands; 16-bit ones are exact already.
     return Tile(tile_ops.dot(a.value, b.value, acc.value, tf32=input_precision == "tf32" and a.dtype == float32))
 

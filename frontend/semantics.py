@@ -144,6 +144,7 @@ _INT_OPS = {
 
 
 def binary(op: str, a, b) -> Tile:
+    known_divisor = isinstance(b, int) and b not in (0, -1)  # (needs no guard: `_integer_division`)
     a, b = operands(a, b)
     if op == "/" and not a.dtype.is_float:
         a, b = cast(a, float32), cast(b, float32)
@@ -152,7 +153,22 @@ def binary(op: str, a, b) -> Tile:
     table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
     if op not in table:
         raise SemanticError(f"operator {op} is not defined for {a.dtype}")
+    if op in ("//", "%") and not a.dtype.is_float and a.dtype != int1 and not known_divisor:
+        return _integer_division(op, a, b)
     return Tile(table[op](a.value, b.value))
+
+
+def _integer_division(op: str, a: Tile, b: Tile) -> Tile:
+    """C's truncating a // b and a % b that never trap, not even in lanes a mask turns off
+    (a masked load's `other=0`): LLVM takes division by 0, and MIN // -1, as undefined and
+    may drop the mask, and x86 raises SIGFPE. Those divisors divide by 1 instead, so
+    x // 0 == x and x % 0 == 0; x // -1 is -x (wrapping at MIN), x % -1 is 0. A Python int
+    divisor other than 0 and -1 needs no guard."""
+    zero, minus_one = compare("==", b, 0), compare("==", b, -1)
+    safe = where(binary("|", zero, minus_one), constant(1, b.dtype, b.shape or None), b)
+    if op == "%":
+        return Tile(arith.remsi(a.value, safe.value))
+    return where(minus_one, negate(a), Tile(arith.divsi(a.value, safe.value)))
 
 
 _FCMP = {"<": arith.CmpFPredicate.OLT, "<=": arith.CmpFPredicate.OLE, ">": arith.CmpFPredicate.OGT,

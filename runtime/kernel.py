@@ -158,6 +158,8 @@ class Kernel(FastLaunch):
             elif isinstance(v, bool):
                 sig.append((p.name, "scalar", dtypes.int1))
             elif isinstance(v, int):
+                if not -(2**63) <= v < 2**63:
+                    raise LaunchError(f"argument '{p.name}' is {v}, which does not fit in 64 bits")
                 dt = dtypes.int32 if -(2**31) <= v < 2**31 else dtypes.int64
                 sig.append((p.name, "one" if v == 1 else "scalar", dt))
             elif isinstance(v, float):

@@ -134,7 +134,9 @@ class FastLaunch:
             else:
                 guards.append(f"{n}.__class__ is not {pre}{ {'i': 'int', 'f': 'float', 'b': 'bool'}[kind] }")
                 if kind == "i":  # ==1 is folded; multiples of 16 and the int32 range are specialized
-                    key += [f"{n} == 1", f"not {n} & 15", f"-2147483648 <= {n} <= 2147483647"]
+                    # (and past int64's a miss, which raises)
+                    key += [f"{n} == 1", f"not {n} & 15", f"-2147483648 <= {n} <= 2147483647",
+                            f"-9223372036854775808 <= {n} <= 9223372036854775807"]
                 flat.append(n)
         if len(tensors) > 1:  # `disjoint` written out pairwise: no call, no sort on every launch
             for j, n in enumerate(tensors):

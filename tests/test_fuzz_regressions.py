@@ -196,3 +196,51 @@ def test_failed_build_still_dumps(gpu_target, monkeypatch, tmp_path):
         vector_add.add_kernel.compile(x, x, x, 1 << 16, BLOCK=1 << 16)
     (folder,) = tmp_path.iterdir()
     assert any(p.name.endswith("stage-tile-opt.mlir") for p in folder.iterdir())
+
+
+@tile.kernel
+def fill_kernel(out, n, BLOCK: tile.constexpr):
+    tile.store(out + tile.arange(0, BLOCK), tile.full((BLOCK,), n, tile.int64))
+
+
+def test_int_argument_past_int64():
+    """2**64 + 50 reached the kernel as 50; 2**64 + 2**40, after 2**40 had bound the fast
+    path (the same key otherwise: a multiple of 16, past int32), as 2**40."""
+    out = torch.zeros(4, dtype=torch.int64)
+    fill_kernel[(1,)](out, 2**40, BLOCK=4)
+    assert out.tolist() == [2**40] * 4
+    for n in (2**64 + 2**40, 2**64 + 50):
+        with pytest.raises(tile.LaunchError, match=f"argument 'n' is {n}, which does not fit in 64 bits"):
+            fill_kernel[(1,)](out, n, BLOCK=4)
+
+
+@tile.kernel
+def masked_division_kernel(x, y, out, n, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    m = o < n
+    a, b = tile.load(x + o, mask=m, other=0), tile.load(y + o, mask=m, other=0)
+    tile.store(out + o, a // b, mask=m)
+    tile.store(out + (BLOCK + o), a % b, mask=m)
+
+
+def test_integer_division_in_masked_off_lanes():
+    """Masked-off lanes divide by `other=0`: LLVM took that as undefined and dropped the
+    store's mask (or x86 trapped). Division by 0 and -1 is now guarded in every lane."""
+    x = torch.tensor([7, -7, 7, -(2**31), 5, 9, 9, 9], dtype=torch.int32)
+    y = torch.tensor([2, 2, -1, -1, 0, 1, 1, 1], dtype=torch.int32)
+    out = torch.full((16,), -99, dtype=torch.int32)
+    masked_division_kernel[(1,)](x, y, out, 5, BLOCK=8)
+    assert out[:8].tolist() == [3, -3, -7, -(2**31), 5, -99, -99, -99]  # C truncation; x // 0 == x
+    assert out[8:].tolist() == [1, -1, 0, 0, 0, -99, -99, -99]
+
+
+def test_dot_accumulator_must_be_float32():
+    """An int32 accumulator took float operands' products and answered neither."""
+    @tile.kernel
+    def int_acc_kernel(a, c, N: tile.constexpr):
+        r = tile.arange(0, N)
+        x = tile.load(a + r[:, None] * N + r[None, :])
+        tile.store(c + r[:, None] * N + r[None, :], tile.dot(x, x, tile.zeros((N, N), tile.int32)))
+
+    with pytest.raises(tile.CompilationError, match="and a tile.int32 accumulator"):
+        int_acc_kernel[(1,)](torch.zeros(4, 4), torch.zeros(4, 4), N=4)
