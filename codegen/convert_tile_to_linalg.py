@@ -331,6 +331,14 @@ def inline_fused(op):
     op.erase()
 
 
+def _carried_through(v, arg) -> bool:
+    """v is an inner loop's result whose iter_arg starts as `arg`: that loop already yields
+    into arg's buffer (a second copy there is a conflict bufferization cannot resolve)."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "scf.for":
+        return False
+    return list(v.owner.operands)[3 + v.result_number] == arg
+
+
 def carry_in_place(loop):
     """Yield each loop-carried tile into its own iter_arg's buffer.
 
@@ -341,7 +349,7 @@ def carry_in_place(loop):
     yield_op = list(loop.regions[0].blocks[0].operations)[-1]
     args = list(loop.regions[0].blocks[0].arguments)[1:]
     moves = [(i, v, arg) for i, (v, arg) in enumerate(zip(list(yield_op.operands), args))
-             if isinstance(v.type, ir.RankedTensorType) and v != arg]
+             if isinstance(v.type, ir.RankedTensorType) and v != arg and not _carried_through(v, arg)]
     with ir.InsertionPoint(yield_op), yield_op.location:
         sources = []
         for _, v, _ in moves:  # `a, b = b, a`: copy b out before any iter_arg's buffer is overwritten

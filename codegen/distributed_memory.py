@@ -24,8 +24,8 @@ from .register_vectors import elements, from_elements, i32, splat
 def run_width(self, dist, offsets, mask, elem, aligned_base: bool, limit: int | None = None) -> int:
     """Elements per vector access for this tile: a power of two, 1 if nothing is proven; at
     most `limit` (default: the run of elements a thread holds in the layout, `vector_width`)."""
-    if dist.layout.order[0] != dist.rank - 1 or not aligned_base:
-        return 1
+    if dist.layout.order[0] != dist.rank - 1 or not aligned_base or (isinstance(elem, ir.IntegerType) and elem.width == 1):
+        return 1  # (bools one at a time: `emulate-i1-memrefs` widens scalar accesses to bytes)
     off, m = self.axis(offsets), self.axis(mask)
     width = min(dist.vector_width if limit is None else limit, off.contiguity, m.constancy, 128 // bits(elem))
     width = 1 << (max(width, 1).bit_length() - 1)

@@ -190,6 +190,9 @@ def _load_tile(tensor, index, shape, padding=0):
         raise SemanticError(f"load_tile needs a tensor argument, got {_describe(tensor)}")
     shape = _shape(shape, "tile shape")
     ty = tensor.dtype.to_mlir()
+    whole = isinstance(padding, int) or (isinstance(padding, float) and math.isfinite(padding) and padding.is_integer())
+    if not isinstance(padding, (int, float)) or (not tensor.dtype.is_float and not whole):
+        raise SemanticError(f"load_tile's padding must be a number that {tensor.dtype!r} holds, got {_describe(padding)}")
     pad = ir.FloatAttr.get(ty, float(padding)) if tensor.dtype.is_float else ir.IntegerAttr.get(ty, int(padding))
     return Tile(tile_ops.load_tile(tensor.value, _indices(tensor, index), shape, pad))
 
@@ -238,9 +241,11 @@ def _reduce(kind):
             axis += len(x.shape)
         if not 0 <= axis < len(x.shape):
             raise SemanticError(f"axis {axis} is out of range for a tile of shape {x.shape}")
-        if x.dtype == int1:  # as in Triton: a mask's sum counts; i1 arithmetic would wrap and sign-flip
+        if not x.dtype.is_float and x.dtype.bits < 32:
+            # As in Triton: narrow ints (a mask's too) are summed in int32, so a mask's sum
+            # counts and an int8 sum does not wrap; max and min come back in their type.
             out = Tile(tile_ops.reduce(semantics.cast(x, int32).value, axis, kind))
-            return out if kind == "sum" else semantics.cast(out, int1)
+            return out if kind == "sum" else semantics.cast(out, x.dtype)
         return Tile(tile_ops.reduce(x.value, axis, kind))
 
     return emit
@@ -268,12 +273,15 @@ def _broadcast_to(x, shape):
 def _gather(src, index, axis):
     src, index = _tile(src, "gather's src"), _tile(index, "gather's index")
     axis = _axis(axis)
+    axis += len(src.shape) if axis < 0 else 0
     if len(src.shape) != len(index.shape) or not 0 <= axis < len(src.shape):
         raise SemanticError(f"gather needs src and index of one rank and an axis of it, got {src.shape}, {index.shape}, axis {axis}")
     if any(s != i for d, (s, i) in enumerate(zip(src.shape, index.shape)) if d != axis):
         raise SemanticError(f"gather's index {index.shape} must match src {src.shape} in every dim but axis {axis}")
     if index.dtype.is_float or index.dtype.bits == 1:
         raise SemanticError(f"gather's index must be integers, got {index.dtype!r}")
+    if index.dtype.bits < 32:  # sign-extended: the GPU lowering reads 32-bit indices
+        index = semantics.cast(index, int32)
     return Tile(tile_ops.gather(src.value, index.value, axis))
 
 

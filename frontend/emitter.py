@@ -28,6 +28,7 @@ class FunctionEmitter(Expressions):
     def __init__(self, parsed: ParsedFunction, globals_: dict, scope: dict):
         self.parsed, self.globals, self.scope = parsed, globals_, scope
         self.returned = None
+        self.runtime_depth = 0  # run-time ifs and loops around the statement being emitted
 
     def inline_helper(self, helper, args, kwargs):
         return inline_helper(helper, args, kwargs)
@@ -50,6 +51,41 @@ class FunctionEmitter(Expressions):
     # ---- statements -----------------------------------------------------------
     def suite(self, node):
         for stmt in (node.children if isinstance(node, Tree) and node.data == "suite" else [node]):
+            self.statement(stmt)
+
+    def kernel_body(self, stmts):
+        """A kernel's top-level statements, where `if cond: ... return` (Triton's `if pid >= n:
+        return`) runs the rest of the kernel only when cond is false:
+
+            if c: A; return  +  REST   ->   if c: A  else: REST
+        """
+        for i, stmt in enumerate(stmts):
+            early = _early_return(stmt)
+            cond = self.expr(stmt.children[0]) if early else None
+            if not is_runtime(cond):
+                if early and not cond:
+                    continue  # a compile-time false condition: never returns
+                self.statement(stmt)
+                continue
+            if not cond.is_scalar:
+                raise self.error(stmt.children[0], "an if condition must be a scalar, not a tile (use tile.where)")
+            cond = cond if cond.dtype == dtypes.int1 else semantics.compare("!=", cond, 0)
+            before = dict(self.scope)
+            op = scf.IfOp(cond.value, [], has_else=True)
+            with ir.InsertionPoint(op.then_block):
+                self.runtime_depth += 1
+                self.suite_of(stmt.children[1].children[:-1])
+                self.runtime_depth -= 1
+                scf.YieldOp([])
+            self.scope.clear()
+            self.scope.update(before)
+            with ir.InsertionPoint(op.else_block):
+                self.kernel_body(stmts[i + 1:])
+                scf.YieldOp([])
+            return
+
+    def suite_of(self, stmts):
+        for stmt in stmts:
             self.statement(stmt)
 
     def statement(self, node):
@@ -107,6 +143,9 @@ class FunctionEmitter(Expressions):
             raise self.error(target, "can only assign to names (and tuples of names)")
 
     def stmt_return_stmt(self, node):
+        if self.runtime_depth:
+            raise self.error(node, "return inside a run-time loop or if is not supported (only `if cond: ... return` "
+                                   "at the kernel's top level); guard the work with a mask instead")
         value = node.children[0]
         self.returned = None if value is None else self.expr(value)
         raise _Return()
@@ -137,12 +176,14 @@ class FunctionEmitter(Expressions):
         before = dict(self.scope)
         types = [_carry_type(self.scope[n]) for n in carried]
         op = scf.IfOp(cond.value, types, has_else=True)
+        self.runtime_depth += 1
         for block, emit in ((op.then_block, lambda: self.suite(body)), (op.else_block, lambda: self.if_chain(node, rest, else_suite))):
             self.scope.clear()
             self.scope.update(before)
             with ir.InsertionPoint(block):
                 emit()
                 scf.YieldOp([self.carry_value(node, n, before[n]) for n in carried])
+        self.runtime_depth -= 1
         self.scope.clear()
         self.scope.update(before)
         for n, r in zip(carried, op.results):
@@ -186,6 +227,14 @@ class FunctionEmitter(Expressions):
         carried = [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
         if step == 0 and not isinstance(step, Tile):  # scf.for would never end
             raise self.error(node, "range's step must not be zero")
+        first, down = start, not isinstance(step, Tile) and step < 0
+        if down:  # scf.for counts up: loop over the trip count, i = start + trip * step (as Triton does)
+            d = -step
+            if isinstance(start, Tile) or isinstance(stop, Tile):
+                trips = semantics.binary("//", semantics.binary("+", semantics.binary("-", start, stop), d - 1), d)
+            else:
+                trips = max(0, -((stop - start) // d))
+            down_step, start, stop, step = -d, 0, trips, 1
         bounds = [b if isinstance(b, Tile) else semantics.constant(b, dtypes.int32) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
@@ -194,10 +243,13 @@ class FunctionEmitter(Expressions):
         if num_stages is not None:  # read by tile-pipeline
             op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
         with ir.InsertionPoint(op.body):
-            self.scope[var] = Tile(op.induction_variable)
+            iv = Tile(op.induction_variable)
+            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, down_step)) if down else iv
             for n, arg in zip(carried, op.inner_iter_args):
                 self.scope[n] = _uncarry(before[n], arg)
+            self.runtime_depth += 1
             self.suite(body)
+            self.runtime_depth -= 1
             scf.YieldOp([self.carry_value(node, n, before[n]) for n in carried])
         self.scope.clear()
         self.scope.update(before)
@@ -220,6 +272,18 @@ class FunctionEmitter(Expressions):
                                        f"it: convert it back (.to({old.dtype!r})) or start it as {new.dtype!r}")
             raise self.error(node, f"'{name}' changes type from {old.type} to {new.type} inside control flow")
         return new_v
+
+def _early_return(stmt) -> bool:
+    """`if cond: ...; return` (no value, no elif or else)."""
+    if not (isinstance(stmt, Tree) and stmt.data == "if_stmt"):
+        return False
+    elifs, orelse = stmt.children[2], stmt.children[3]
+    if (elifs is not None and elifs.children) or orelse is not None:
+        return False
+    body = stmt.children[1]
+    last = body.children[-1] if isinstance(body, Tree) and body.data == "suite" else body
+    return isinstance(last, Tree) and last.data == "return_stmt" and last.children[0] is None and body.data == "suite"
+
 
 def _assigned_names(suites) -> list[str]:
     """Names assigned anywhere inside the given statement trees, in first-seen order."""
@@ -259,8 +323,23 @@ def _uncarry(old, value: ir.Value):
     return Pointer(old.base, Tile(value)) if isinstance(old, Pointer) else Tile(value)
 
 
+_INLINE_DEPTH = [0]  # helpers being inlined, one inside another
+MAX_INLINE_DEPTH = 64
+
+
 def inline_helper(helper, args, kwargs):
     """Emit a `@tile.func` body in place of its call; returns what it returns."""
+    if _INLINE_DEPTH[0] >= MAX_INLINE_DEPTH:
+        raise TileError(f"@tile.func calls nest deeper than {MAX_INLINE_DEPTH} (does {helper.__name__} call itself "
+                        "without a compile-time end?)")
+    _INLINE_DEPTH[0] += 1
+    try:
+        return _inline(helper, args, kwargs)
+    finally:
+        _INLINE_DEPTH[0] -= 1
+
+
+def _inline(helper, args, kwargs):
     parsed = helper.parsed
     names = [p for p, _ in _parameters(parsed.tree)]
     if len(args) > len(names):
@@ -339,7 +418,7 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
         with ir.InsertionPoint(block):
             body = parsed.tree.children[-1]
             try:
-                emitter.suite(body)
+                emitter.kernel_body(body.children if isinstance(body, Tree) and body.data == "suite" else [body])
             except _Return:
                 if emitter.returned is not None:
                     raise emitter.error(body, "a kernel cannot return a value; store results with tile.store") from None

@@ -138,8 +138,8 @@ class Expressions:
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[op](v)
         if op == "-":
             return semantics.negate(v)
-        if op == "~":
-            return semantics.binary("^", v, -1)
+        if op == "~":  # (on bools a logical not, as torch's)
+            return semantics.binary("^", v, True if v.dtype == dtypes.int1 else -1)
         return v
 
     def expr_power(self, node):

@@ -84,6 +84,8 @@ def cast(x: Tile, dt: dtypes.dtype) -> Tile:
         return Tile(arith.uitofp(ty, v) if src == int1 else arith.sitofp(ty, v))
     if dt.bits > src.bits:
         return Tile(arith.extui(ty, v) if src == int1 else arith.extsi(ty, v))
+    if dt == int1:  # nonzero, as torch's .bool() (a truncation would keep the low bit)
+        return compare("!=", x, 0)
     return Tile(arith.trunci(ty, v))
 
 
@@ -153,7 +155,9 @@ def binary(op: str, a, b) -> Tile:
     table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
     if op not in table:
         raise SemanticError(f"operator {op} is not defined for {a.dtype}")
-    if op in ("//", "%") and not a.dtype.is_float and a.dtype != int1 and not known_divisor:
+    if a.dtype == int1 and op not in ("&", "|", "^"):  # as torch and Triton: True + True == 2
+        a, b = cast(a, int32), cast(b, int32)
+    if op in ("//", "%") and not a.dtype.is_float and not known_divisor:
         return _integer_division(op, a, b)
     return Tile(table[op](a.value, b.value))
 
@@ -175,12 +179,16 @@ _FCMP = {"<": arith.CmpFPredicate.OLT, "<=": arith.CmpFPredicate.OLE, ">": arith
          ">=": arith.CmpFPredicate.OGE, "==": arith.CmpFPredicate.OEQ, "!=": arith.CmpFPredicate.UNE}
 _ICMP = {"<": arith.CmpIPredicate.slt, "<=": arith.CmpIPredicate.sle, ">": arith.CmpIPredicate.sgt,
          ">=": arith.CmpIPredicate.sge, "==": arith.CmpIPredicate.eq, "!=": arith.CmpIPredicate.ne}
+_UCMP = {"<": arith.CmpIPredicate.ult, "<=": arith.CmpIPredicate.ule, ">": arith.CmpIPredicate.ugt,
+         ">=": arith.CmpIPredicate.uge}
 
 
 def compare(op: str, a, b) -> Tile:
     a, b = operands(a, b)
     if a.dtype.is_float:
         return Tile(arith.cmpf(_FCMP[op], a.value, b.value))
+    if a.dtype == int1:  # True > False: unsigned (signed, an i1's True is -1)
+        return Tile(arith.cmpi(_UCMP.get(op, _ICMP[op]), a.value, b.value))
     return Tile(arith.cmpi(_ICMP[op], a.value, b.value))
 
 
@@ -235,4 +243,6 @@ def extremum(kind: str, a, b) -> Tile:
     a, b = operands(a, b)
     if a.dtype.is_float:
         return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
+    if a.dtype == int1:  # unsigned, as the comparisons
+        return Tile((arith.maxui if kind == "max" else arith.minui)(a.value, b.value))
     return Tile((arith.maxsi if kind == "max" else arith.minsi)(a.value, b.value))

@@ -244,3 +244,172 @@ def test_dot_accumulator_must_be_float32():
 
     with pytest.raises(tile.CompilationError, match="and a tile.int32 accumulator"):
         int_acc_kernel[(1,)](torch.zeros(4, 4), torch.zeros(4, 4), N=4)
+
+
+@tile.kernel
+def bool_ops_kernel(x, y, v, cmp, mx, add, cast, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    a, b = tile.load(x + o), tile.load(y + o)
+    tile.store(cmp + o, a > b)
+    tile.store(mx + o, tile.maximum(a, b))
+    tile.store(add + o, a + b)
+    tile.store(cast + o, tile.load(v + o).to(tile.int1))
+
+
+def test_bool_semantics():
+    """Bools compared and maxed as signed 1-bit values (True < False), added in 1 bit
+    (True + True == 0), and an int's conversion kept its low bit (2 -> False)."""
+    x = torch.tensor([True, False, True, False])
+    y = torch.tensor([True, True, False, False])
+    v = torch.tensor([2, 0, -1, 256], dtype=torch.int32)
+    cmp, mx, cast = (torch.zeros(4, dtype=torch.bool) for _ in range(3))
+    add = torch.zeros(4, dtype=torch.int32)
+    bool_ops_kernel[(1,)](x, y, v, cmp, mx, add, cast, BLOCK=4)
+    assert torch.equal(cmp, x > y) and torch.equal(mx, x | y) and torch.equal(cast, v != 0)
+    assert add.tolist() == (x.int() + y.int()).tolist()
+
+
+@tile.kernel
+def narrow_reduce_kernel(x, s, m, BLOCK: tile.constexpr):
+    v = tile.load(x + tile.arange(0, BLOCK))
+    tile.store(s, tile.sum(v, axis=0))
+    tile.store(m, tile.max(v, axis=0))
+
+
+def test_int8_reductions(gpu_target):
+    """An int8 sum wrapped in 8 bits (Triton sums narrow ints in int32), and on a GPU any
+    int8 reduction failed to compile (an 8-bit shuffle)."""
+    x = torch.full((64,), 100, dtype=torch.int8)
+    s, m = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int8)
+    narrow_reduce_kernel[(1,)](x, s, m, BLOCK=64)
+    assert s.item() == 6400 and m.item() == 100
+    gpu_target()
+    meta = [t.to("meta") for t in (x, s, m)]
+    assert "shfl.sync" in narrow_reduce_kernel.compile(*meta, BLOCK=64).asm["ptx"]
+
+
+@tile.kernel
+def loops_kernel(out, n, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    down = tile.zeros((BLOCK,), tile.int32)
+    for i in range(n, 0, -1):  # n, ..., 1
+        down = down * 10 + i
+    nested = tile.zeros((BLOCK,), tile.int32)
+    for i in range(n):
+        for j in range(n):  # the outer loop's tile handed straight to the inner one
+            nested = nested + 1
+    steps = tile.zeros((BLOCK,), tile.int32)
+    for i in range(10, 0, -3):  # 10, 7, 4, 1
+        steps = steps + i
+    tile.store(out + o, down)
+    tile.store(out + (BLOCK + o), nested)
+    tile.store(out + (2 * BLOCK + o), steps)
+
+
+def test_negative_steps_and_nested_loops():
+    """A negative step ran no iteration; two loops nested directly failed to bufferize."""
+    out = torch.zeros(12, dtype=torch.int32)
+    loops_kernel[(1,)](out, 3, BLOCK=4)
+    assert out.tolist() == [321] * 4 + [9] * 4 + [22] * 4
+
+
+@tile.kernel
+def early_return_kernel(out, n, BLOCK: tile.constexpr):
+    pid = tile.program_id(0)
+    if pid >= n:
+        tile.store(out + pid * BLOCK + tile.arange(0, BLOCK), -1.0)
+        return
+    v = tile.full((BLOCK,), 2.0, tile.float32)
+    if pid == 0:
+        return
+    tile.store(out + pid * BLOCK + tile.arange(0, BLOCK), v)
+
+
+@tile.kernel
+def return_in_loop_kernel(out, n):
+    for i in range(n):
+        if i > 2:
+            return
+
+
+def test_early_return():
+    """`if pid >= n: return` failed in the MLIR verifier; it now ends that program."""
+    out = torch.zeros(32)
+    early_return_kernel[(4,)](out, 2, BLOCK=8)
+    assert out.view(4, 8)[:, 0].tolist() == [0.0, 2.0, -1.0, -1.0]
+    with pytest.raises(tile.CompilationError, match="return inside a run-time loop or if is not supported"):
+        return_in_loop_kernel[(1,)](out, 4)
+
+
+@tile.func
+def forever(a):
+    return forever(a)
+
+
+@tile.kernel
+def recursion_kernel(x, BLOCK: tile.constexpr):
+    tile.store(x + tile.arange(0, BLOCK), forever(tile.load(x + tile.arange(0, BLOCK))))
+
+
+@tile.kernel
+def nan_padding_kernel(x, out, PAD: tile.constexpr):
+    tile.store_tile(out, (0,), tile.load_tile(x, (0,), (4,), PAD))
+
+
+def test_recursion_and_bad_padding():
+    """Python's RecursionError and ValueError escaped instead of a tile error."""
+    with pytest.raises(tile.TileError, match="@tile.func calls nest deeper than 64"):
+        recursion_kernel[(1,)](torch.zeros(4), BLOCK=4)
+    i = torch.zeros(4, dtype=torch.int32)
+    with pytest.raises(tile.CompilationError, match="load_tile's padding must be a number that tile.int32 holds, got nan"):
+        nan_padding_kernel[(1,)](i, i, PAD=float("nan"))
+
+
+@tile.kernel
+def gather_int8_kernel(x, idx, out, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    tile.store(out + o, tile.gather(tile.load(x + o), tile.load(idx + o), -1))
+
+
+def test_gather_int8_index_and_negative_axis(gpu_target):
+    """An int8 index failed the GPU lowering (truncated to i32); axis -1 was rejected."""
+    x, idx = torch.randn(16), torch.randint(0, 16, (16,), dtype=torch.int8)
+    out = torch.zeros(16)
+    gather_int8_kernel[(1,)](x, idx, out, BLOCK=16)
+    assert torch.equal(out, x[idx.long()])
+    gpu_target()
+    gather_int8_kernel.compile(x.to("meta"), idx.to("meta"), out.to("meta"), BLOCK=16)
+
+
+@tile.kernel
+def chain_kernel(x, out, STEPS: tile.constexpr):
+    o = tile.arange(0, 4)
+    v = tile.load(x + o)
+    acc = v
+    for i in tile.static_range(STEPS):
+        acc = acc * v + tile.load(x + o + 1)
+    tile.store(out + o, acc)
+
+
+def test_elementwise_chain_compiles_in_linear_time():
+    """clone-elementwise-producers counted a converted op's `outs` as a use: the clones
+    doubled at every step (12 steps took minutes on the CPU target)."""
+    import time
+
+    x, out = torch.rand(8), torch.zeros(4)
+    t = time.perf_counter()
+    chain_kernel[(1,)](x, out, STEPS=24)
+    assert time.perf_counter() - t < 30
+    want = x[:4].clone()
+    for _ in range(24):
+        want = want * x[:4] + x[1:5]
+    torch.testing.assert_close(out, want)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_bool_tiles_of_several_elements_a_thread(target, gpu_target):
+    """Bool loads of 2+ elements a thread became i1 vector loads, invalid once bools are bytes."""
+    gpu_target(target)
+    x = torch.empty(4096, dtype=torch.bool, device="meta")
+    launcher = bool_kernel.compile(x, torch.empty(4096, device="meta"), x, 4096, BLOCK=1024)
+    assert "ld.global.b8" in launcher.asm["ptx"]

@@ -88,3 +88,36 @@ func.func @not_cloned(%t: tensor<64xf32>, %init: tensor<f32>, %buf: memref<64xf3
   } -> tensor<64xf32>
   return %r, %r, %l, %l : tensor<f32>, tensor<f32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A converted arith op passes its first operand as `outs`, for the shape only (its body
+// never reads it): that is no use, so the chain is not cloned at every step (the clones
+// doubled per step), and the unread `outs` becomes a tensor.empty.
+
+#id = affine_map<(d0) -> (d0)>
+
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<64xf32>)
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[A]] : tensor<64xf32>, tensor<64xf32>) outs(%{{.*}} : tensor<64xf32>)
+// CHECK: arith.mulf
+// CHECK-NOT: arith.mulf
+// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%[[S]], %[[A]] : tensor<64xf32>, tensor<64xf32>) outs(%[[E:.*]] : tensor<64xf32>)
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[T]]
+func.func @chain(%a: tensor<64xf32>) -> tensor<64xf32> {
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %a : tensor<64xf32>, tensor<64xf32>) outs(%a : tensor<64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  %t = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%s, %a : tensor<64xf32>, tensor<64xf32>) outs(%s : tensor<64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.addf %x, %y : f32
+    linalg.yield %p : f32
+  } -> tensor<64xf32>
+  return %t : tensor<64xf32>
+}
