@@ -37,6 +37,21 @@ def atomic_dot_kernel(a, b, c, old, B: tile.constexpr):
     tile.store(old + r[:, None] * B + r[None, :], tile.atomic_add(c + r[:, None] * B + r[None, :], acc))
 
 
+@tile.kernel
+def int_ops_kernel(x, y, out, sums, n, BLOCK: tile.constexpr):
+    """Guarded integer division in masked-off lanes, an int8 tile's sum and max, and a
+    program that ends early (`if pid >= n: return`)."""
+    pid = tile.program_id(0)
+    if pid >= n:
+        return
+    o = tile.arange(0, BLOCK)
+    a, b = tile.load(x + o), tile.load(y + o, mask=o < BLOCK // 2, other=0)
+    tile.store(out + pid * BLOCK + o, a // b + a % b, mask=o < BLOCK // 2)
+    small = a.to(tile.int8)
+    tile.store(sums + 2 * pid, tile.sum(small, axis=0))
+    tile.store(sums + 2 * pid + 1, tile.max(small, axis=0).to(tile.int32))
+
+
 def main() -> int:
     compile_only = "--compile-only" in sys.argv
     device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
@@ -74,6 +89,28 @@ def main() -> int:
     if not compile_only:
         check("atomic_add of an f32 dot (linalg path): sums", c, c0 + a @ a, rtol=1e-4, atol=1e-4)
         check("atomic_add of an f32 dot (linalg path): old values", old, c0)
+    # bools of 8 elements a thread (BLOCK 1024 at 4 warps), read and written byte by byte
+    x = (torch.rand(5000) > 0.5).to(device)
+    f = torch.rand(5000).to(device)
+    out = torch.zeros(5000, dtype=torch.bool, device=device)
+    bool_kernel[(tile.cdiv(5000, 1024),)](x, f, out, 5000, BLOCK=1024)
+    if not compile_only:
+        check("bool tensors, 8 a thread", out, x & (f > 0.5))
+    g = torch.Generator().manual_seed(1)
+    xi = torch.randint(-100, 100, (256,), generator=g, dtype=torch.int32).to(device)
+    yi = torch.randint(-5, 6, (256,), generator=g, dtype=torch.int32).to(device)
+    got, sums = torch.full((3, 256), -7, dtype=torch.int32, device=device), torch.zeros(6, dtype=torch.int32, device=device)
+    int_ops_kernel[(3,)](xi, yi, got, sums, 2, BLOCK=256)
+    if not compile_only:
+        xc, yc = xi.cpu(), yi.cpu()
+        safe = torch.where((yc == 0) | (yc == -1), torch.ones_like(yc), yc)
+        quot = torch.where(yc == -1, -xc, torch.div(xc, safe, rounding_mode="trunc"))
+        want = torch.full((3, 256), -7, dtype=torch.int32)
+        want[:2, :128] = (quot + torch.fmod(xc, safe))[:128]
+        check("integer // and % (zero divisors in masked-off lanes), early return", got, want)
+        small = xc.to(torch.int8)
+        check("int8 sum and max", sums, torch.tensor([small.sum().item(), small.max().item()] * 2 + [0, 0],
+                                                     dtype=torch.int32))
     print("failed:", failed)
     return 1 if failed else 0
 
