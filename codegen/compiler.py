@@ -169,9 +169,14 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
     _active.append(diagnostics)
     try:
         return _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx)
-    except Exception as e:
+    except TileError as e:
         e.dumps = out.dumps  # what ran before the failure: TILE_DUMP_IR writes it all the same
         raise
+    except Exception as e:  # a bug in a pass: still a TileError, saying where it happened
+        err = CompilationError(f"internal compiler error compiling {name} for {target}: {type(e).__name__}: {e} "
+                               "(TILE_DUMP_IR=DIR writes the IR of every pass before it)")
+        err.dumps = out.dumps
+        raise err from e
     finally:
         _active.pop()
         diagnostics.detach()

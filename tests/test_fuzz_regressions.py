@@ -413,3 +413,19 @@ def test_bool_tiles_of_several_elements_a_thread(target, gpu_target):
     x = torch.empty(4096, dtype=torch.bool, device="meta")
     launcher = bool_kernel.compile(x, torch.empty(4096, device="meta"), x, 4096, BLOCK=1024)
     assert "ld.global.b8" in launcher.asm["ptx"]
+
+
+def test_a_pass_bug_is_a_compilation_error(monkeypatch, tmp_path):
+    """A Python exception inside a pass (an AttributeError in convert-tile-to-gpu, found by
+    fuzzing) escaped the launch as itself; it is now a CompilationError naming the kernel."""
+    from tile.codegen.tile_cpu_grid import TileCpuGrid
+
+    def broken(self, module_op):
+        raise AttributeError("'NoneType' object has no attribute 'width'")
+
+    monkeypatch.setattr(TileCpuGrid, "run", broken)
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))  # a miss: the compiler runs
+    fill_kernel._launchers.clear()
+    with pytest.raises(tile.CompilationError, match="internal compiler error compiling fill_kernel for cpu: "
+                                                    "AttributeError"):
+        fill_kernel[(1,)](torch.zeros(8, dtype=torch.int64), 3, BLOCK=8)
