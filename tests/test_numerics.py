@@ -5,6 +5,8 @@ Every case reuses the BLOCK values of the examples, so that the few compiled
 specializations are shared with tests/test_examples.py through the cache.
 """
 
+import math
+
 import pytest
 import torch
 
@@ -219,3 +221,47 @@ def test_f32_to_bf16_rounding():
     want = x.to(torch.bfloat16)
     assert torch.equal(out.view(torch.int16)[~want.isnan()], want.view(torch.int16)[~want.isnan()])
     assert out[want.isnan()].isnan().all()
+
+
+@tile.kernel
+def from_f64_kernel(x, half, brain, BLOCK: tile.constexpr):
+    offs = tile.arange(0, BLOCK)
+    v = tile.load(x + offs)
+    tile.store(half + offs, v.to(tile.float16))
+    tile.store(brain + offs, v.to(tile.bfloat16))
+
+
+def _round_nearest_even(x: float, bits: int, min_exp: int, max_exp: int) -> float:
+    """x rounded once, to nearest even, to a float with `bits` significand bits after the
+    point, normal exponents from min_exp to max_exp (subnormals below), inf past them."""
+    if x != x or x in (float("inf"), float("-inf")) or x == 0:
+        return x
+    _, e = math.frexp(x)  # |x| = m * 2**e, 0.5 <= m < 1
+    quantum = 2.0 ** (max(e - 1, min_exp) - bits)
+    r = math.copysign(round(x / quantum) * quantum, x)  # exact: a power-of-two quantum; round() ties to even
+    return math.copysign(float("inf"), x) if abs(r) >= 2.0 ** (max_exp + 1) else r
+
+
+def test_f64_to_f16_and_bf16_rounding():
+    """f64 -> f16 and -> bf16 on the CPU target (the JIT lacked both libcalls), rounded once
+    to nearest even (checked against exact arithmetic; torch's own conversion on the CPU
+    rounds through f32 twice): among the inputs, values just off a tie by less than an f32
+    ulp, which a plain double rounding gets wrong, and NaN, inf, overflow, subnormals."""
+    g = torch.Generator().manual_seed(0)
+    ties = []
+    for ulp_bits in (10, 7):  # f16 and bf16 significand bits after the point
+        base = torch.rand(64, generator=g, dtype=torch.float64) + 1.0
+        tie = (torch.floor(base * 2**ulp_bits) + 0.5) / 2**ulp_bits
+        ties += [tie, tie + 2.0**-40, tie - 2.0**-40, -tie - 2.0**-40]
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e300, -1e300, 65520.0,
+                            65519.99, 6e-8, 3e-8, 1e-45, 5e-324, 3.4e38 * 1.0000001], dtype=torch.float64)
+    rand = torch.randn(400, generator=g, dtype=torch.float64) * torch.exp2(torch.randint(-30, 30, (400,), generator=g))
+    x = torch.cat(ties + [special, rand])
+    x = torch.cat([x, torch.zeros(1024 - x.numel(), dtype=torch.float64)])
+    half, brain = torch.empty(1024, dtype=torch.float16), torch.empty(1024, dtype=torch.bfloat16)
+    from_f64_kernel[(1,)](x, half, brain, BLOCK=1024)
+    for got, bits, lo, hi in ((half, 10, -14, 15), (brain, 7, -126, 127)):
+        want = torch.tensor([_round_nearest_even(v, bits, lo, hi) for v in x.tolist()], dtype=torch.float64)
+        ok = ~want.isnan()
+        assert torch.equal(got.double()[ok], want[ok]) and torch.equal(got.double()[ok].signbit(), want[ok].signbit())
+        assert got[~ok].isnan().all()
