@@ -42,7 +42,7 @@ def _shape(v, what: str) -> list[int]:
     dims = [_const_int(d, what) for d in v]
     if any(d < 1 for d in dims):
         raise SemanticError(f"{what} must be positive, got {tuple(dims)}")
-    return dims
+    return semantics.check_tile_size(dims)
 
 
 def _dtype(v, what="dtype") -> dtypes.dtype:
@@ -87,6 +87,9 @@ def _arange(start, end):
     n = end - start
     if n <= 0 or n & (n - 1):
         raise SemanticError(f"arange length must be a power of two, got {n} (end={end} - start={start})")
+    if not (-(1 << 31) <= start and end <= (1 << 31) - 1):
+        raise SemanticError(f"arange bounds must fit in int32, got {start} and {end}")
+    semantics.check_tile_size([n], "arange")
     return Tile(tile_ops.arange(start, end))
 
 

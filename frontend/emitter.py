@@ -103,6 +103,14 @@ class FunctionEmitter(Expressions):
             raise
         except TileError as e:
             raise self.error(node, str(e)) from None
+        except _Return:
+            raise
+        except Exception as e:  # Python's own error on a value (a str constexpr used as a number): at its line
+            raise self.error(node, f"{type(e).__name__}: {e}") from None
+
+    def stmt_simple_stmt(self, node):  # `a = 1; b = 2`: statements on one line, in turn
+        for stmt in node.children:
+            self.statement(stmt)
 
     def stmt_pass_stmt(self, node):
         pass

@@ -8,6 +8,8 @@ operand fixes the type; mixing f16 and bf16 gives f32; `/` on ints gives f32.
 
 from __future__ import annotations
 
+from math import prod
+
 from mlir import ir
 from mlir.dialects import arith, math
 
@@ -89,6 +91,18 @@ def cast(x: Tile, dt: dtypes.dtype) -> Tile:
     return Tile(arith.trunci(ty, v))
 
 
+MAX_TILE_ELEMENTS = 1 << 24  # 64 MB of f32 in one tile: past any GPU block's registers and shared memory
+
+
+def check_tile_size(shape: list[int], what: str = "tile") -> list[int]:
+    """shape, unless its tile would be larger than any target can hold (the CPU target
+    crashed on a 2**40-element tile instead)."""
+    if prod(shape) > MAX_TILE_ELEMENTS:
+        raise SemanticError(f"tile too large: a {what} of shape {list(shape)} has {prod(shape)} elements, "
+                            f"more than the {MAX_TILE_ELEMENTS} a tile may have")
+    return shape
+
+
 def broadcast_shapes(a: list[int], b: list[int]) -> list[int]:
     out = []
     for i in range(max(len(a), len(b))):
@@ -97,7 +111,7 @@ def broadcast_shapes(a: list[int], b: list[int]) -> list[int]:
         if x != y and 1 not in (x, y):
             raise SemanticError(f"incompatible tile shapes {a} and {b}")
         out.append(max(x, y))
-    return out[::-1]
+    return check_tile_size(out[::-1])
 
 
 def broadcast_to(x: Tile, shape: list[int]) -> Tile:

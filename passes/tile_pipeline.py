@@ -262,7 +262,9 @@ class TilePipeline:
                 ops = body_slice(split, body, loop, iv)
                 if _arithmetic(ops):
                     op.operands[1], op.operands[2] = split
-            if _arithmetic(ops):
+            # (nor before this loop's stores wrote what its offsets read: an index table)
+            reads_stored = any(o.name == "tile.load" and o.operands[0] in stored for i in ops for o in all_ops(i))
+            if _arithmetic(ops) and not reads_stored:
                 found.append((op, ops))
         # before: page numbers copied ahead into a ring of their own, the keys they locate read
         # in the loop -> after: the keys copied ahead, the page numbers read ahead for them

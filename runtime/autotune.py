@@ -26,7 +26,7 @@ import os
 import statistics
 import time
 
-from ..frontend.errors import TileError
+from ..frontend.errors import LaunchError, TileError
 from . import cache
 
 
@@ -155,6 +155,12 @@ class Autotuner:
         return statistics.median(times)
 
     def run(self, grid, args, kwargs):
+        tuned = {k for c in self.configs for k in c.kwargs}
+        names = [p.name for p in self.kernel.params]
+        given = sorted(tuned & (set(kwargs) | set(names[: len(args)])))
+        if given:
+            raise LaunchError(f"{self.kernel.name}: {', '.join(given)} set by the autotune configs cannot also be "
+                              "passed at the launch")
         key = self.key_of(args, kwargs)
         index = self.best.get(key)
         if index is None:

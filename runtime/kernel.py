@@ -149,6 +149,11 @@ class Kernel(FastLaunch):
             if p.name in self.constexprs:
                 if is_tensor(v):
                     raise LaunchError(f"argument '{p.name}' is a constexpr and cannot be a tensor")
+                try:
+                    hash(v)
+                except TypeError:
+                    raise LaunchError(f"constexpr '{p.name}' must be hashable (an int, float, bool, str, dtype or "
+                                      f"tuple), got a {type(v).__name__}") from None
                 sig.append((p.name, "constexpr", v))
             elif is_tensor(v):
                 dt = dtypes.from_torch(v.dtype)
@@ -214,7 +219,10 @@ class Kernel(FastLaunch):
     def run(self, grid, args, kwargs):
         env = read_env()
         fast = self._fast_key(env, args, kwargs)
-        launch = self._fast.get(fast)
+        try:
+            launch = self._fast.get(fast)
+        except TypeError:  # an unhashable constexpr: `signature` says which
+            launch = fast = None
         miss = launch is None
         if miss:
             values, options = self.bind(list(args), dict(kwargs))

@@ -163,10 +163,10 @@ class FastLaunch:
             "    try:",
             *[f"        {r}" for r in reads],
             f"        {pre}k = ({', '.join(key)},)",
-            f"    except {pre}AttributeError:",
+            f"        {pre}l = {pre}bound.get({pre}k)",
+            f"    except ({pre}AttributeError, {pre}TypeError):  # (not a tensor; an unhashable constexpr)",
             "        __tracebackhide__ = True",
             f"        return {slow}",
-            f"    {pre}l = {pre}bound.get({pre}k)",
             f"    if {pre}l is None:",
             "        __tracebackhide__ = True",
             f"        return {pre}miss({pre}k, {again}, num_warps, num_stages)",
@@ -181,7 +181,7 @@ class FastLaunch:
         filename = f"<tile binder {self.name}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
-                     f"{pre}miss": self._miss, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError,
+                     f"{pre}miss": self._miss, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError,
                      f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
         binder = namespace[f"{pre}binder"]

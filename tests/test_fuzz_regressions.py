@@ -429,3 +429,86 @@ def test_a_pass_bug_is_a_compilation_error(monkeypatch, tmp_path):
     with pytest.raises(tile.CompilationError, match="internal compiler error compiling fill_kernel for cpu: "
                                                     "AttributeError"):
         fill_kernel[(1,)](torch.zeros(8, dtype=torch.int64), 3, BLOCK=8)
+
+
+@tile.kernel
+def table_kernel(x, tab, out, n, B: tile.constexpr, WRITE_TABLE: tile.constexpr):
+    o = tile.arange(0, B)
+    acc = tile.zeros((B,), tile.float32)
+    for i in tile.range(0, n, num_stages=3):
+        p = tile.load(tab + i)
+        acc += tile.load(x + p * B + o)
+        if WRITE_TABLE:
+            tile.store(tab + i + 1, p + 1)
+    tile.store(out + o, acc)
+
+
+@pytest.mark.parametrize("write_table", [True, False])
+def test_no_copy_ahead_of_the_loops_own_index_writes(write_table, gpu_target):
+    """A load whose offsets come from a table the loop itself writes was copied ahead
+    (cp.async) from table entries not yet written; it now stays in the loop. A table the
+    loop only reads still pipelines."""
+    gpu_target()
+    m = lambda n, dt=torch.float32: torch.empty(n, dtype=dt, device="meta")  # noqa: E731
+    ptx = table_kernel.compile(m(4096), m(64, torch.int32), m(256), 6, B=256, WRITE_TABLE=write_table).asm["ptx"]
+    assert ("cp.async" in ptx) != write_table
+
+
+@tile.kernel
+def huge_kernel(out, V: tile.constexpr):
+    tile.store(out, tile.sum(tile.zeros((V,), tile.float32), axis=0))
+
+
+@tile.kernel
+def wide_arange_kernel(out, V: tile.constexpr):
+    tile.store(out, tile.sum(tile.arange(0, V), axis=0))
+
+
+@tile.kernel
+def semicolon_kernel(x, out, B: tile.constexpr):
+    r = tile.arange(0, B); v = tile.load(x + r)  # noqa: E702
+    tile.store(out + r, v)
+
+
+@tile.kernel
+def const_kernel(out, V: tile.constexpr):
+    tile.store(out + tile.arange(0, 4), tile.full((4,), V, tile.float32))
+
+
+def test_sizes_and_constexprs():
+    """A 2**40-element tile segfaulted the CPU target; arange past int32 failed the op
+    verifier; a str or list constexpr escaped as ValueError or TypeError; two statements
+    on one line were 'unsupported'."""
+    out = torch.zeros(4)
+    with pytest.raises(tile.CompilationError, match="tile too large: a tile of shape"):
+        huge_kernel[(1,)](out, V=2**40)
+    with pytest.raises(tile.CompilationError, match="arange bounds must fit in int32"):
+        wide_arange_kernel[(1,)](out, V=2**32)
+    with pytest.raises(tile.CompilationError, match="ValueError: could not convert string to float"):
+        const_kernel[(1,)](out, V="x")
+    with pytest.raises(tile.LaunchError, match="constexpr 'V' must be hashable"):
+        const_kernel[(1,)](out, V=[3])
+    x = torch.rand(4)
+    semicolon_kernel[(1,)](x, out, B=4)
+    assert torch.equal(out, x)
+
+
+def test_autotuned_parameter_passed_again():
+    """Passing a tuned constexpr or option at the launch escaped as functools' TypeError."""
+    @tile.autotune(configs=[tile.Config(BLOCK=32, num_warps=2)], key=["n"])
+    @tile.kernel
+    def tuned(x, out, n, BLOCK: tile.constexpr):
+        o = tile.arange(0, BLOCK)
+        tile.store(out + o, tile.load(x + o, mask=o < n), mask=o < n)
+
+    for extra in ({"BLOCK": 64}, {"num_warps": 4}):
+        with pytest.raises(tile.LaunchError, match="set by the autotune configs cannot also be passed"):
+            tuned[(1,)](torch.rand(8), torch.zeros(8), 8, **extra)
+
+
+def test_kernel_without_source():
+    """A kernel defined by exec raised OSError from the cache key."""
+    scope = {"tile": tile}
+    exec("@tile.kernel\ndef k(x):\n    tile.store(x, 1.0)\n", scope)
+    with pytest.raises(tile.CompilationError, match="the source of kernel k cannot be read"):
+        scope["k"][(1,)](torch.zeros(1))
