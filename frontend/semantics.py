@@ -81,6 +81,8 @@ def cast(x: Tile, dt: dtypes.dtype) -> Tile:
             return cast(cast(x, float32), dt)
         return Tile(op(ty, v))
     if src.is_float:
+        if dt != int1 and dt.bits < 32:  # through int32, then wrapped, as torch: out of range stays defined
+            return cast(cast(x, int32), dt)
         return Tile(arith.fptosi(ty, v) if dt != int1 else compare("!=", x, 0.0).value)
     if dt.is_float:
         return Tile(arith.uitofp(ty, v) if src == int1 else arith.sitofp(ty, v))

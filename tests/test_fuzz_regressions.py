@@ -512,3 +512,19 @@ def test_kernel_without_source():
     exec("@tile.kernel\ndef k(x):\n    tile.store(x, 1.0)\n", scope)
     with pytest.raises(tile.CompilationError, match="the source of kernel k cannot be read"):
         scope["k"][(1,)](torch.zeros(1))
+
+
+@tile.kernel
+def to_int8_kernel(x, out, n, B: tile.constexpr):
+    o = tile.program_id(0) * B + tile.arange(0, B)
+    tile.store(out + o, tile.load(x + o, mask=o < n).to(tile.int8), mask=o < n)
+
+
+@pytest.mark.parametrize("block", [8, 16])
+def test_float_to_int8_out_of_range(block):
+    """Out-of-range float -> int8 saturated or wrapped with the tile's shape (LLVM's fptosi
+    to i8 is poison there); it now goes through int32 and wraps, as torch does."""
+    x = torch.tensor([128.0, 255.0, -129.0, 257.0, 70000.0, float("nan"), 1.5, -1.5])
+    out = torch.zeros(8, dtype=torch.int8)
+    to_int8_kernel[(tile.cdiv(8, block),)](x, out, 8, B=block)
+    assert out.tolist() == x.to(torch.int8).tolist()
