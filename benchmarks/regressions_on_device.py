@@ -85,7 +85,7 @@ def main() -> int:
         check("bool tensors", out, x & (f > 0.5))
     a, c0 = torch.randn(16, 16).to(device), torch.randn(16, 16).to(device)
     c, old = c0.clone(), torch.zeros(16, 16, device=device)
-    atomic_dot_kernel[(1,)](a, a.clone(), c, old, B=16)  # (one tensor twice would not be the build's noalias case)
+    atomic_dot_kernel[(1,)](a, a.clone(), c, old, B=16)
     if not compile_only:
         check("atomic_add of an f32 dot (linalg path): sums", c, c0 + a @ a, rtol=1e-4, atol=1e-4)
         check("atomic_add of an f32 dot (linalg path): old values", old, c0)

@@ -29,7 +29,10 @@ def disjoint(*tensors) -> bool:
     kernel never writes then stays unchanged while it runs, and may be read through the
     non-coherent path. Storages, not views: two views of one buffer count as overlapping,
     which costs only that path. A storage at address 0 holds nothing: empty, or on 'meta'
-    (ahead-of-time builds, compiled as the distinct tensors they stand for)."""
+    (ahead-of-time builds, compiled as the distinct tensors they stand for, unless one
+    tensor is passed twice, as an in-place launch on the GPU will)."""
+    if len({id(t) for t in tensors}) < len(tensors):
+        return False
     end = 0
     for start, size in sorted([(s.data_ptr(), s.nbytes()) for s in [t.untyped_storage() for t in tensors]]):
         if not start:

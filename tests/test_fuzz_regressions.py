@@ -528,3 +528,15 @@ def test_float_to_int8_out_of_range(block):
     out = torch.zeros(8, dtype=torch.int8)
     to_int8_kernel[(tile.cdiv(8, block),)](x, out, 8, B=block)
     assert out.tolist() == x.to(torch.int8).tolist()
+
+
+def test_ahead_of_time_build_of_an_in_place_launch(gpu_target):
+    """An ahead-of-time build on meta tensors compiled every launch as `noalias`, so an
+    in-place launch on the GPU (one tensor passed twice) found no cache entry."""
+    import vector_add
+
+    gpu_target()
+    x = torch.empty(1024, device="meta")
+    y = torch.empty(1024, device="meta")
+    assert not vector_add.add_kernel.compile(x, y, x, 1024, BLOCK=1024).metadata["options"]["noalias"]
+    assert vector_add.add_kernel.compile(x, y, torch.empty(1024, device="meta"), 1024, BLOCK=1024).metadata["options"]["noalias"]
