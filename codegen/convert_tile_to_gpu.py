@@ -125,6 +125,18 @@ class Translator:
                 rows = _elements(parent_rows, dist.parent.num_registers)
                 self.coords_memo[dist] = [_from_elements([rows[r] for r in dist.picks], ir.IntegerType.get_signless(32))]
             return self.coords_memo[dist]
+        out = []
+        with self.entry:
+            for d, c in enumerate(self.unwrapped_coords(dist)):
+                if dist.shape[d] % dist.cta(d):
+                    c = arith.remui(c, _splat(_i32(dist.shape[d]), dist.num_registers))  # threads hold copies: wrap
+                out.append(c)
+        self.coords_memo[dist] = out
+        return out
+
+    def unwrapped_coords(self, dist: Distribution) -> list:
+        """`coords` of a blocked layout before they wrap: past the tile's extent where the
+        layout is wider than the tile (those threads hold copies)."""
         L, out = dist.layout, []
         with self.entry:
             for d in range(dist.rank):
@@ -133,11 +145,7 @@ class Translator:
                 base = arith.addi(arith.muli(warp_d, _i32(L.size_per_thread[d] * L.threads_per_warp[d])),
                                   arith.muli(lane_d, _i32(L.size_per_thread[d])))
                 consts = [dist.register_offset(d, j[d]) for j in dist.register_indices]
-                c = arith.addi(_splat(base, dist.num_registers), _ivec(consts))
-                if dist.shape[d] % dist.cta(d):
-                    c = arith.remui(c, _splat(_i32(dist.shape[d]), dist.num_registers))  # threads hold copies: wrap
-                out.append(c)
-        self.coords_memo[dist] = out
+                out.append(arith.addi(_splat(base, dist.num_registers), _ivec(consts)))
         return out
 
     def mma_coords(self, dist: MmaDistribution) -> list:

@@ -209,15 +209,8 @@ def lower_atomic_rmw(op):
     # In an scf.parallel like a store's (a linalg.generic whose result nothing reads may be
     # erased, its atomics with it); the old values, where read, through a buffer of their own.
     base, offsets, value, mask = op.operands
-    kind = ir.StringAttr(op.attributes["kind"]).value
-    flat = flat_view(base)
     elem = ir.MemRefType(base.type).element_type
-    rmw = ATOMIC_RMW[kind][isinstance(elem, ir.FloatType)]
-    zero = arith.ConstantOp(elem, 0.0 if isinstance(elem, ir.FloatType) else 0).result
-
-    def update(off, v, m):
-        return if_else(m, elem, lambda: memref.AtomicRMWOp(rmw, v, flat, [to_index(off)]).result, lambda: zero)
-
+    update = atomic_update(op, flat_view(base))
     if not isinstance(offsets.type, ir.RankedTensorType):
         return update(offsets, value, mask)
     ty = ir.RankedTensorType(value.type)
@@ -243,6 +236,19 @@ ATOMIC_RMW = {
     "max": (arith.AtomicRMWKind.maxs, arith.AtomicRMWKind.maximumf),
     "min": (arith.AtomicRMWKind.mins, arith.AtomicRMWKind.minimumf),
 }
+
+
+def atomic_update(op, flat):
+    """update(offset, value, mask) for a `tile.atomic_rmw` on the flat view of its base: one
+    element's `memref.atomic_rmw` where mask holds, its old value (0 where not)."""
+    elem = ir.MemRefType(flat.type).element_type
+    rmw = ATOMIC_RMW[ir.StringAttr(op.attributes["kind"]).value][isinstance(elem, ir.FloatType)]
+    zero = arith.ConstantOp(elem, 0.0 if isinstance(elem, ir.FloatType) else 0).result
+
+    def update(off, v, m):
+        return if_else(m, elem, lambda: memref.AtomicRMWOp(rmw, v, flat, [to_index(off)]).result, lambda: zero)
+
+    return update
 
 
 def _tile_coords(base, indices, shape, ivs):

@@ -23,7 +23,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from ..dialects.layout import element_bits
-from .convert_tile_to_linalg import ATOMIC_RMW, const_index, flat_view, if_else, to_index
+from .convert_tile_to_linalg import atomic_update, const_index, flat_view, if_else
 from .distributed_layout import Distribution, RowsDistribution
 from .register_vectors import elements, from_elements, i32
 
@@ -38,6 +38,7 @@ def _first_copies(self, dist) -> list | None:
         return None
     L, n = dist.layout, dist.num_registers
     conds = [[] for _ in range(n)]
+    unwrapped = self.unwrapped_coords(dist)
     # ids past those a layout uses repeat the ones below
     for ids, used, have in ((self.lane, math.prod(L.threads_per_warp), 32),
                             (self.warp, math.prod(L.warps_per_cta), self.num_warps)):
@@ -49,12 +50,7 @@ def _first_copies(self, dist) -> list | None:
         if dist.shape[d] % dist.cta(d) == 0:
             continue
         # a coordinate that reaches past the tile, before it wraps, is a copy
-        lane_d = arith.remui(arith.divui(self.lane, i32(dist.lane_shift(d))), i32(L.threads_per_warp[d]))
-        warp_d = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(d))), i32(L.warps_per_cta[d]))
-        base = arith.addi(arith.muli(warp_d, i32(L.size_per_thread[d] * L.threads_per_warp[d])),
-                          arith.muli(lane_d, i32(L.size_per_thread[d])))
-        for r, j in enumerate(dist.register_indices):
-            at = arith.addi(base, i32(dist.register_offset(d, j[d])))
+        for r, at in enumerate(elements(unwrapped[d], n)):
             conds[r].append(arith.cmpi(arith.CmpIPredicate.ult, at, i32(dist.shape[d])))
     if not conds[0]:
         return None
@@ -64,13 +60,7 @@ def _first_copies(self, dist) -> list | None:
 def op_tile_atomic_rmw(self, op):
     base, offsets, value, mask = op.operands
     elem = ir.MemRefType(base.type).element_type
-    rmw = ATOMIC_RMW[ir.StringAttr(op.attributes["kind"]).value][isinstance(elem, ir.FloatType)]
-    zero = arith.ConstantOp(elem, 0.0 if isinstance(elem, ir.FloatType) else 0).result
-    flat = flat_view(self.value(base))
-
-    def update(off, v, m):
-        return if_else(m, elem, lambda: memref.AtomicRMWOp(rmw, v, flat, [to_index(off)]).result, lambda: zero)
-
+    update = atomic_update(op, flat_view(self.value(base)))
     if not isinstance(offsets.type, ir.RankedTensorType):
         first = arith.cmpi(arith.CmpIPredicate.eq, self.tid, i32(0))
         old = update(self.value(offsets), self.value(value), arith.andi(self.value(mask), first))

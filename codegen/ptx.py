@@ -36,10 +36,10 @@ def _check_translatable(module: ir.Module) -> None:
     left = []
 
     def visit(op):
-        name = op.operation.name
-        if not left and name.split(".")[0] not in ("llvm", "nvvm", "builtin"):
-            left.append(op.operation)
-        return ir.WalkResult.ADVANCE
+        if op.operation.name.split(".")[0] in ("llvm", "nvvm", "builtin"):
+            return ir.WalkResult.ADVANCE
+        left.append(op.operation)
+        return ir.WalkResult.INTERRUPT
 
     module.operation.walk(visit)
     if left:

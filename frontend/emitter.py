@@ -50,8 +50,7 @@ class FunctionEmitter(Expressions):
 
     # ---- statements -----------------------------------------------------------
     def suite(self, node):
-        for stmt in (node.children if isinstance(node, Tree) and node.data == "suite" else [node]):
-            self.statement(stmt)
+        self.suite_of(node.children if isinstance(node, Tree) and node.data == "suite" else [node])
 
     def kernel_body(self, stmts):
         """A kernel's top-level statements, where `if cond: ... return` (Triton's `if pid >= n:
@@ -67,9 +66,7 @@ class FunctionEmitter(Expressions):
                     continue  # a compile-time false condition: never returns
                 self.statement(stmt)
                 continue
-            if not cond.is_scalar:
-                raise self.error(stmt.children[0], "an if condition must be a scalar, not a tile (use tile.where)")
-            cond = cond if cond.dtype == dtypes.int1 else semantics.compare("!=", cond, 0)
+            cond = self.runtime_condition(stmt.children[0], cond)
             before = dict(self.scope)
             op = scf.IfOp(cond.value, [], has_else=True)
             with ir.InsertionPoint(op.then_block):
@@ -87,6 +84,12 @@ class FunctionEmitter(Expressions):
     def suite_of(self, stmts):
         for stmt in stmts:
             self.statement(stmt)
+
+    def runtime_condition(self, node, cond: Tile) -> Tile:
+        """A run-time `if`'s condition as an i1 scalar."""
+        if not cond.is_scalar:
+            raise self.error(node, "an if condition must be a scalar, not a tile (use tile.where)")
+        return cond if cond.dtype == dtypes.int1 else semantics.compare("!=", cond, 0)
 
     def statement(self, node):
         if not isinstance(node, Tree):
@@ -109,8 +112,7 @@ class FunctionEmitter(Expressions):
             raise self.error(node, f"{type(e).__name__}: {e}") from None
 
     def stmt_simple_stmt(self, node):  # `a = 1; b = 2`: statements on one line, in turn
-        for stmt in node.children:
-            self.statement(stmt)
+        self.suite_of(node.children)
 
     def stmt_pass_stmt(self, node):
         pass
@@ -176,10 +178,7 @@ class FunctionEmitter(Expressions):
             else:
                 self.if_chain(node, rest, else_suite)
             return
-        if not cond.is_scalar:
-            raise self.error(cond_node, "an if condition must be a scalar, not a tile (use tile.where)")
-        if cond.dtype != dtypes.int1:
-            cond = semantics.compare("!=", cond, 0)
+        cond = self.runtime_condition(cond_node, cond)
         carried = [n for n in _assigned_names([body] + [b for _, b in rest] + [else_suite]) if is_runtime(self.scope.get(n))]
         before = dict(self.scope)
         types = [_carry_type(self.scope[n]) for n in carried]

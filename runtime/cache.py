@@ -65,14 +65,14 @@ def _helpers_reachable(fn) -> list:
 def key_for(kernel, signature, target: str, options: dict) -> str:
     h = hashlib.sha256()
     try:
-        inspect.getsource(kernel.fn)
+        source = inspect.getsource(kernel.fn)
     except (OSError, TypeError):
         from ..frontend.errors import CompilationError
 
         raise CompilationError(f"the source of kernel {kernel.name} cannot be read (defined by exec or at an "
                                "interactive prompt?): tile compiles a kernel from its source file") from None
     parts = [
-        compiler_digest(), TOOLCHAIN, inspect.getsource(kernel.fn),
+        compiler_digest(), TOOLCHAIN, source,
         *[inspect.getsource(x.fn) for x in _helpers_reachable(kernel.fn)],
         repr([(n, k, repr(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
     ]

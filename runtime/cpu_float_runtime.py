@@ -71,7 +71,7 @@ llvm.func @__truncdfbf2(%x: f64) -> bf16 {
 def add_float_runtime(module, text: str) -> None:
     """Append the conversions to `module` (LLVM dialect, `text` its printed form) where it
     uses a type they produce and does not define them already."""
-    if ("bf16" not in text and "f16" not in text) or "@__truncsfbf2" in text:
+    if "f16" not in text or "@__truncsfbf2" in text:  # (f16 and bf16 alike)
         return
     from mlir import ir
 
