@@ -28,7 +28,6 @@ CPU_LLVM = [
     "convert-linalg-to-loops",
     "emulate-i1-memrefs",
     "expand-float8",
-    "math-expand-ops",
     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
     # f32 -> bf16 on the bits: a host with AVX512-BF16 would get VCVTNEPS2BF16, which flushes subnormals
     "arith-expand{include-bf16=1}",
@@ -86,7 +85,7 @@ def nvvm(target: str) -> list[str]:
     features = "+ptx80"
     return [
         f"nvvm-attach-target{{chip={target} features={features} O=3}}",
-        "gpu.module(math-expand-ops, convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+        "gpu.module(convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
         "convert-gpu-to-nvvm{index-bitwidth=64}, convert-vector-to-llvm, convert-ub-to-llvm, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
         "reconcile-unrealized-casts",
         "align-dynamic-shared",

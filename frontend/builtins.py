@@ -215,7 +215,7 @@ def _where(condition, x, y):
     return semantics.where(condition, x, y)
 
 
-for _name in ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid"):
+for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "erf", "floor", "ceil"):
     EMITTERS[_name] = lambda x, _n=_name: semantics.unary_math(_n, x)
 
 

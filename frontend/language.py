@@ -111,6 +111,36 @@ def log(x):
 
 
 @_builtin
+def log2(x):
+    """Base-2 logarithm."""
+
+
+@_builtin
+def sin(x):
+    """Sine (radians)."""
+
+
+@_builtin
+def cos(x):
+    """Cosine (radians)."""
+
+
+@_builtin
+def erf(x):
+    """The error function."""
+
+
+@_builtin
+def floor(x):
+    """Largest integral value not above x (an integer tile is returned as it is)."""
+
+
+@_builtin
+def ceil(x):
+    """Smallest integral value not below x (an integer tile is returned as it is)."""
+
+
+@_builtin
 def sqrt(x):
     """Square root."""
 

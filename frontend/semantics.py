@@ -232,7 +232,10 @@ def where(cond, x, y) -> Tile:
     return Tile(arith.select(cond.value, x.value, y.value))
 
 
-_MATH = {"exp": math.exp, "exp2": math.exp2, "log": math.log, "sqrt": math.sqrt, "rsqrt": math.rsqrt, "tanh": math.tanh}
+_MATH = {"exp": math.exp, "exp2": math.exp2, "log": math.log, "log2": math.log2, "sqrt": math.sqrt,
+         "rsqrt": math.rsqrt, "tanh": math.tanh, "sin": math.sin, "cos": math.cos, "erf": math.erf,
+         "floor": math.floor, "ceil": math.ceil}
+_ROUNDING = ("floor", "ceil")
 
 
 def unary_math(name: str, x) -> Tile:
@@ -240,6 +243,8 @@ def unary_math(name: str, x) -> Tile:
     if not isinstance(x, Tile):
         x = constant(x, float32)
     dt = x.dtype
+    if name in _ROUNDING and not dt.is_float:  # an integer is its own floor (torch.floor)
+        return x
     if not dt.is_float:
         x = cast(x, float32)
     wide = cast(x, float32) if dt.bits < 32 and dt.is_float else x
