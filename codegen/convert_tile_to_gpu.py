@@ -267,7 +267,7 @@ class Translator:
 
     from .register_values import (clone_elementwise, elementwise, eval_at, rematerializable,  # noqa: E402
                                   remat_own, uniform_run)
-    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = remat_own
+    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = op_tile_trans = remat_own
 
     def op_tile_program_id(self, op):
         dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
-from ..dialects.tile_ops import is_tf32
+from ..dialects.tile_ops import is_tf32, permutation_of
 from ..passes.registry import register_pass
 from ..passes.walk import collect
 from .tf32_rounding import round_to_tf32
@@ -115,6 +115,18 @@ def lower_broadcast(op):
     src_map = ir.AffineMap.get(rank, 0, exprs)
     out = empty(list(ty.shape), ty.element_type)
     return generic([ty], [src], [out], [src_map, _identity(rank)], ["parallel"] * rank, lambda x, _o: [x]).result
+
+
+def lower_trans(op):
+    src, ty = op.operands[0], ir.RankedTensorType(op.result.type)
+    perm, rank = permutation_of(op), len(ty.shape)
+    # out[i_0, ..., i_r] = src[j] with j[perm[k]] = i_k
+    exprs = [None] * rank
+    for k, p in enumerate(perm):
+        exprs[p] = ir.AffineDimExpr.get(k)
+    out = empty(list(ty.shape), ty.element_type)
+    return generic([ty], [src], [out], [ir.AffineMap.get(rank, 0, exprs), _identity(rank)], ["parallel"] * rank,
+                   lambda x, _o: [x]).result
 
 
 def lower_reshape(op):
@@ -320,7 +332,7 @@ def lower_convert_layout(op):
 
 LOWERINGS = {
     "tile.arange": lower_arange, "tile.splat": lower_splat, "tile.broadcast": lower_broadcast,
-    "tile.reshape": lower_reshape, "tile.reduce": lower_reduce, "tile.load": lower_load,
+    "tile.reshape": lower_reshape, "tile.trans": lower_trans, "tile.reduce": lower_reduce, "tile.load": lower_load,
     "tile.store": lower_store, "tile.load_tile": lower_load_tile, "tile.store_tile": lower_store_tile,
     "tile.dot": lower_dot, "tile.atomic_rmw": lower_atomic_rmw, "tile.convert_layout": lower_convert_layout, "tile.gather": lower_gather,
 }

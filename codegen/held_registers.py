@@ -23,12 +23,13 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
+from ..dialects.tile_ops import permutation_of
 from ..passes.index_values import is_elementwise
 from .register_vectors import elements, from_elements
-from .static_registers import broadcast_coords, reshape_coords, thread_coords
+from .static_registers import broadcast_coords, reshape_coords, thread_coords, trans_coords
 
 MAX_CELLS = 1 << 24  # threads x wanted x held registers compared, per dim: bigger tiles keep to shared memory
-_READ_THROUGH = ("tile.broadcast", "tile.reshape")  # lowered by eval_at, which reads their operand
+_READ_THROUGH = ("tile.broadcast", "tile.reshape", "tile.trans")  # lowered by eval_at, which reads their operand
 
 
 def pick(held: list[np.ndarray], want: list[np.ndarray]) -> list[int] | None:
@@ -83,6 +84,8 @@ def servable(self, v, want: list[np.ndarray]) -> bool:
     if op is not None and op.name == "tile.reshape":
         src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
         return servable(self, op.operands[0], reshape_coords(want, list(ir.RankedTensorType(v.type).shape), src_shape))
+    if op is not None and op.name == "tile.trans":
+        return servable(self, op.operands[0], trans_coords(want, permutation_of(op)))
     if op is not None and op.name == "tile.convert_layout":
         return servable(self, op.operands[0], want)
     holder = _holder(self, v)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
+from ..dialects.tile_ops import permutation_of
 from ..passes.index_values import SHAPE_OPS, index_only, is_elementwise
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
@@ -21,7 +22,7 @@ from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
 from .register_vectors import linear_index
 from .register_vectors import splat as _splat
-from .static_registers import broadcast_coords, reshape_coords, thread_coords
+from .static_registers import broadcast_coords, reshape_coords, thread_coords, trans_coords
 
 _CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf"}
 
@@ -60,6 +61,9 @@ def eval_at(self, v, coords: list, n: int, static: list | None = None):
         zero = _splat(_i32(0), n)
         static = static and broadcast_coords(static, src_shape)
         return self.eval_at(op.operands[0], [c if s != 1 else zero for c, s in zip(coords, src_shape)], n, static)
+    if op.name == "tile.trans":
+        perm = permutation_of(op)
+        return self.eval_at(op.operands[0], trans_coords(coords, perm), n, static and trans_coords(static, perm))
     if op.name == "tile.reshape":
         src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
         lin = linear_index(coords, row_major_strides(list(t.shape)), n)
@@ -121,7 +125,7 @@ def remat_own(self, op):
     def make():
         return self.eval_at(result, self.coords(d), d.num_registers, thread_coords(d, self.threads))
 
-    if op.name in ("tile.broadcast", "tile.reshape") and only_read_through(result):
+    if op.name in ("tile.broadcast", "tile.reshape", "tile.trans") and only_read_through(result):
         defer(self, result, make)  # its users read through it to its operand
     else:
         self.map[result] = make()

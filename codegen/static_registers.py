@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
+from ..dialects.tile_ops import permutation_of
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution
 
@@ -90,6 +91,15 @@ def broadcast_coords(coords: list[np.ndarray], src_shape) -> list[np.ndarray]:
     return [np.zeros_like(c) if s == 1 else c for c, s in zip(coords, src_shape)]
 
 
+def trans_coords(coords: list, permutation: list[int]) -> list:
+    """The operand's coordinates a permutation of dims reads: operand dim permutation[k] is
+    result dim k (numbers or IR vectors alike)."""
+    out = [None] * len(permutation)
+    for k, p in enumerate(permutation):
+        out[p] = coords[k]
+    return out
+
+
 def reshape_coords(coords: list[np.ndarray], shape, src_shape) -> list[np.ndarray]:
     """The operand's coordinates a reshape reads: the same row-major linear position."""
     lin = np.zeros_like(coords[0])
@@ -148,6 +158,8 @@ def static_values(v, coords: list[np.ndarray], depth: int = 0):
     if op.name == "tile.broadcast":
         src_shape = ir.RankedTensorType(op.operands[0].type).shape
         return static_values(op.operands[0], broadcast_coords(coords, src_shape), depth + 1)
+    if op.name == "tile.trans":
+        return static_values(op.operands[0], trans_coords(coords, permutation_of(op)), depth + 1)
     if op.name in _BINARY:
         a, b = (static_values(o, coords, depth + 1) for o in op.operands)
         if a is None or b is None or op.name in _UNDEFINED_AT and _UNDEFINED_AT[op.name](b).any():

@@ -124,6 +124,30 @@ def reshape(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value
     return create("reshape", [ir.RankedTensorType.get(shape, _elem(value))], [value], loc=loc, ip=ip).result
 
 
+def permutation_of(op: ir.Operation) -> list[int]:
+    return list(ir.DenseI32ArrayAttr(op.attributes["permutation"]))
+
+
+def _verify_trans(op):
+    src, perm = _shape(op.operands[0]), permutation_of(op)
+    if sorted(perm) != list(range(len(src))):
+        return f"permutation {perm} is not a permutation of the {len(src)} dims"
+    if _shape(op.result) != [src[p] for p in perm] or _elem(op.result) != _elem(op.operands[0]):
+        return f"result must have shape {[src[p] for p in perm]} and the operand's element type"
+
+
+@define("trans", operands=[("tile", "tensor")], results=[("result", "tensor")], attributes=["permutation"],
+        verify=_verify_trans)
+def trans(value: ir.Value, permutation: list[int], *, loc=None, ip=None) -> ir.Value:
+    """Permute a tile's dims: result dim k is operand dim permutation[k] (torch's permute).
+
+    %t = "tile.trans"(%x) {permutation = array<i32: 1, 0>} : (tensor<32x64xf32>) -> tensor<64x32xf32>
+    """
+    shape = _shape(value)
+    ty = ir.RankedTensorType.get([shape[p] for p in permutation], _elem(value))
+    return create("trans", [ty], [value], {"permutation": ir.DenseI32ArrayAttr.get(permutation)}, loc=loc, ip=ip).result
+
+
 REDUCE_KINDS = ("sum", "max", "min")
 
 

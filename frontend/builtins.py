@@ -267,6 +267,32 @@ def _reshape(x, shape):
     return Tile(tile_ops.reshape(x.value, shape))
 
 
+def permute_dims(x, dims, what: str) -> Tile:
+    """x with its dims permuted: result dim k is dim dims[k] of x; no dims: a 2-D transpose."""
+    x = _tile(x, f"{what}'s operand")
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    rank = len(x.shape)
+    if not dims:
+        if rank != 2:
+            raise SemanticError(f"{what} without dims transposes a 2-D tile; give the dims for a rank-{rank} tile")
+        dims = (1, 0)
+    perm = [_const_int(d, f"{what}'s dims") % rank if rank else _const_int(d, f"{what}'s dims") for d in dims]
+    if sorted(perm) != list(range(rank)):
+        raise SemanticError(f"{what}'s dims {tuple(dims)} are not a permutation of the {rank} dims of a tile of shape {x.shape}")
+    return x if perm == sorted(perm) else Tile(tile_ops.trans(x.value, perm))
+
+
+@emitter("trans")
+def _trans(x, *dims):
+    return permute_dims(x, dims, "trans")
+
+
+@emitter("permute")
+def _permute(x, *dims):
+    return permute_dims(x, dims, "permute")
+
+
 @emitter("broadcast_to")
 def _broadcast_to(x, shape):
     return semantics.broadcast_to(_tile(x, "broadcast_to's operand"), _shape(shape, "shape"))
@@ -344,4 +370,6 @@ def tile_method(t: Tile, name: str):
         return tuple(t.shape)
     if name == "dtype":
         return t.dtype
-    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .shape and .dtype)")
+    if name == "T":
+        return permute_dims(t, (), ".T")
+    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .T, .shape and .dtype)")

@@ -96,6 +96,17 @@ def where(condition, x, y):
 
 
 @_builtin
+def trans(x, *dims):
+    """Permute a tile's dims (result dim k is dim dims[k]); without dims, transpose a 2-D
+    tile. `x.T` is `trans(x)`."""
+
+
+@_builtin
+def permute(x, *dims):
+    """Permute a tile's dims: result dim k is dim dims[k] of x (torch's permute)."""
+
+
+@_builtin
 def exp(x):
     """e**x."""
 

@@ -84,6 +84,9 @@ class AxisInfo:
             if _last(src) == 1:  # the last dim is new: every run along it is constant
                 return Info(1, s.divisibility, n)
             return Info(1, 1, 1)
+        if name == "tile.trans":  # runs along the last dim survive only where it stays last
+            perm = list(ir.DenseI32ArrayAttr(op.attributes["permutation"]))
+            return self(op.operands[0]) if perm[-1] == len(perm) - 1 else Info(1, 1, 1)
         if name in ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast"):
             return self(op.operands[0])
         if name in ("arith.addi", "arith.subi"):

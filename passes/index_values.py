@@ -12,7 +12,8 @@ from mlir import ir
 from .tile_fuse import through_groups
 
 # Ops that make a tile from nothing, or only reshape, broadcast or relayout one.
-SHAPE_OPS = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout", "arith.constant"}
+SHAPE_OPS = {"tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.trans", "tile.convert_layout",
+             "arith.constant"}
 
 
 def is_elementwise(op) -> bool:

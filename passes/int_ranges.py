@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-_THROUGH = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.convert_layout"}
+_THROUGH = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.trans", "tile.convert_layout"}
 
 
 def _width(v) -> int | None:

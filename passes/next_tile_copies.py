@@ -39,7 +39,7 @@ from .loop_slice import body_slice, clone_slice, inside
 from .walk import all_ops
 
 MAX_RING_BYTES = 200 * 1024  # of the 227 KB of an H100/H200 block, the rest for the epilogue's exchanges
-_PURE = ("tile.splat", "tile.arange", "tile.broadcast", "tile.reshape", "tile.program_id", "tile.num_programs",
+_PURE = ("tile.splat", "tile.arange", "tile.broadcast", "tile.reshape", "tile.trans", "tile.program_id", "tile.num_programs",
          "tile.convert_layout", "scf.execute_region", "scf.yield")
 
 

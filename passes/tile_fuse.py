@@ -35,7 +35,7 @@ from .registry import register_pass
 from .walk import blocks_of
 
 GROUP_ATTR = "tile.fusion_group"
-FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.reduce", "tile.convert_layout"}
+FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.trans", "tile.reduce", "tile.convert_layout"}
 
 
 def fusible(op) -> bool:

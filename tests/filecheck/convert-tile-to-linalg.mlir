@@ -232,3 +232,20 @@ func.func @atomic_max_unread(%y: !ibuf, %offs: tensor<64xi32>, %v: tensor<64xi32
   %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max"} : (!ibuf, tensor<64xi32>, tensor<64xi32>, tensor<64xi1>) -> tensor<64xi32>
   return
 }
+
+// -----
+
+// trans -> a linalg.generic whose input map permutes the dims (result dim k reads operand
+// dim permutation[k]), fusable with its elementwise neighbours.
+
+// CHECK-DAG: #[[PERM:.*]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+// CHECK-DAG: #[[ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @trans
+// CHECK-SAME: (%[[X:.*]]: tensor<2x32x64xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<64x2x32xf32>
+// CHECK: %[[T:.*]] = linalg.generic {indexing_maps = [#[[PERM]], #[[ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]] : tensor<2x32x64xf32>) outs(%[[E]] : tensor<64x2x32xf32>)
+// CHECK: return %[[T]]
+func.func @trans(%x: tensor<2x32x64xf32>) -> tensor<64x2x32xf32> {
+  %t = "tile.trans"(%x) {permutation = array<i32: 2, 0, 1>} : (tensor<2x32x64xf32>) -> tensor<64x2x32xf32>
+  return %t : tensor<64x2x32xf32>
+}

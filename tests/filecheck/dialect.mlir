@@ -81,3 +81,14 @@ func.func @layouts(%t: tensor<32x64xf32, #tile.blocked<[1, 4], [2, 16], [4, 1], 
       : (tensor<32x64xf32, #tile.blocked<[1, 4], [2, 16], [4, 1], [1, 0]>>) -> tensor<32x64xf32, #tile.blocked<[4, 1], [16, 2], [1, 4], [0, 1]>>
   return %c : tensor<32x64xf32, #tile.blocked<[4, 1], [16, 2], [1, 4], [0, 1]>>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @trans
+// CHECK-SAME: (%[[X:.*]]: tensor<2x32x64xf32>)
+// CHECK: %[[T:.*]] = "tile.trans"(%[[X]]) {permutation = array<i32: 2, 0, 1>} : (tensor<2x32x64xf32>) -> tensor<64x2x32xf32>
+// CHECK: return %[[T]]
+func.func @trans(%x: tensor<2x32x64xf32>) -> tensor<64x2x32xf32> {
+  %t = "tile.trans"(%x) {permutation = array<i32: 2, 0, 1>} : (tensor<2x32x64xf32>) -> tensor<64x2x32xf32>
+  return %t : tensor<64x2x32xf32>
+}

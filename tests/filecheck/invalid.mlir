@@ -323,3 +323,19 @@ func.func @atomic_max_float(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor
   %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
   return
 }
+
+// -----
+
+func.func @trans_not_a_permutation(%t: tensor<4x16xf32>) -> tensor<16x4xf32> {
+  // expected-error @below {{permutation [1, 1] is not a permutation of the 2 dims}}
+  %r = "tile.trans"(%t) {permutation = array<i32: 1, 1>} : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  return %r : tensor<16x4xf32>
+}
+
+// -----
+
+func.func @trans_result_shape(%t: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @below {{result must have shape [16, 4] and the operand's element type}}
+  %r = "tile.trans"(%t) {permutation = array<i32: 1, 0>} : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
