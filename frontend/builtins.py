@@ -234,29 +234,6 @@ def _minimum(x, y):
     return semantics.extremum("min", x, y)
 
 
-def _reduce(kind):
-    def emit(x, axis=0):
-        x = semantics.computable(_tile(x, f"{kind}'s operand"), f"{kind}'s operand")
-        if x.is_scalar:
-            raise SemanticError(f"{kind} needs a tile, got a scalar")
-        axis = _axis(axis)
-        if axis < 0:
-            axis += len(x.shape)
-        if not 0 <= axis < len(x.shape):
-            raise SemanticError(f"axis {axis} is out of range for a tile of shape {x.shape}")
-        if not x.dtype.is_float and x.dtype.bits < 32:
-            # As in Triton: narrow ints (a mask's too) are summed in int32, so a mask's sum
-            # counts and an int8 sum does not wrap; max and min come back in their type.
-            out = Tile(tile_ops.reduce(semantics.cast(x, int32).value, axis, kind))
-            return out if kind == "sum" else semantics.cast(out, x.dtype)
-        return Tile(tile_ops.reduce(x.value, axis, kind))
-
-    return emit
-
-
-EMITTERS["sum"], EMITTERS["max"], EMITTERS["min"] = _reduce("sum"), _reduce("max"), _reduce("min")
-
-
 @emitter("reshape")
 def _reshape(x, shape):
     x, shape = _tile(x, "reshape's operand"), _shape(shape, "shape")
@@ -363,6 +340,9 @@ def tensor_method(arg: TensorArg, name: str):
     return emit
 
 
+TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin")
+
+
 def tile_method(t: Tile, name: str):
     if name == "to":
         return lambda dtype: semantics.cast(t, _dtype(dtype))
@@ -372,4 +352,10 @@ def tile_method(t: Tile, name: str):
         return t.dtype
     if name == "T":
         return permute_dims(t, (), ".T")
-    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .T, .shape and .dtype)")
+    if name in TILE_METHODS:  # x.sum(1) is tile.sum(x, 1), as Triton's tensor methods
+        return lambda *args, **kwargs: EMITTERS[name](t, *args, **kwargs)
+    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .T, .shape, .dtype and "
+                        f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
+
+
+from . import reductions  # noqa: E402,F401  (registers sum, max, min, argmax, argmin)

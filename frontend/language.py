@@ -187,18 +187,29 @@ def minimum(x, y):
 
 
 @_builtin
-def sum(x, axis=0):
-    """Sum along `axis`; a 1-D tile gives a scalar."""
+def sum(x, axis=None, keep_dims=False):
+    """Sum along `axis` (None: every dim, a scalar); `keep_dims` keeps the reduced dims as 1."""
 
 
 @_builtin
-def max(x, axis=0):
-    """Maximum along `axis`."""
+def max(x, axis=None, keep_dims=False):
+    """Maximum along `axis` (None: every dim)."""
 
 
 @_builtin
-def min(x, axis=0):
-    """Minimum along `axis`."""
+def min(x, axis=None, keep_dims=False):
+    """Minimum along `axis` (None: every dim)."""
+
+
+@_builtin
+def argmax(x, axis, tie_break_left=True, keep_dims=False):
+    """Index (int32) of the maximum along `axis`: the first one (the last with
+    tie_break_left=False); a NaN counts as the maximum, as in torch."""
+
+
+@_builtin
+def argmin(x, axis, tie_break_left=True, keep_dims=False):
+    """Index (int32) of the minimum along `axis`; a NaN counts as the minimum, as in torch."""
 
 
 @_builtin

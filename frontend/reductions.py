@@ -1,0 +1,90 @@
+"""Emitters of the reductions: `sum`, `max`, `min` (one `tile.reduce`), and `argmax`,
+`argmin`, composed of two: the extremum, then the first index that holds it.
+
+As in Triton, `axis=None` reduces every dim (one axis after another, last first) and
+`keep_dims` keeps each reduced dim with size 1.
+"""
+
+from __future__ import annotations
+
+from ..dialects import tile_ops
+from . import semantics
+from .builtins import EMITTERS, SemanticError, _axis, _tile, emitter
+from .dtypes import int32
+from .values import Tile
+
+
+def _check_axis(x: Tile, axis, what: str) -> int:
+    axis = _axis(axis)
+    if axis < 0:
+        axis += len(x.shape)
+    if not 0 <= axis < len(x.shape):
+        raise SemanticError(f"{what}: axis {axis} is out of range for a tile of shape {x.shape}")
+    return axis
+
+
+def _keep_dim(out: Tile, shape: list[int], axis: int) -> Tile:
+    """The reduction of a tile of `shape` along `axis` with that dim kept, of size 1."""
+    kept = shape[:axis] + [1] + shape[axis + 1:]
+    return Tile(tile_ops.splat(out.value, kept) if out.is_scalar else tile_ops.reshape(out.value, kept))
+
+
+def _reduce_axis(kind: str, x: Tile, axis: int) -> Tile:
+    if not x.dtype.is_float and x.dtype.bits < 32:
+        # As in Triton: narrow ints (a mask's too) are summed in int32, so a mask's sum
+        # counts and an int8 sum does not wrap; max and min come back in their type.
+        out = Tile(tile_ops.reduce(semantics.cast(x, int32).value, axis, kind))
+        return out if kind == "sum" else semantics.cast(out, x.dtype)
+    return Tile(tile_ops.reduce(x.value, axis, kind))
+
+
+def _operand(x, what: str) -> Tile:
+    x = semantics.computable(_tile(x, f"{what}'s operand"), f"{what}'s operand")
+    if x.is_scalar:
+        raise SemanticError(f"{what} needs a tile, got a scalar")
+    return x
+
+
+def _reduce(kind):
+    def emit(x, axis=None, keep_dims=False):
+        x = _operand(x, kind)
+        shape = list(x.shape)
+        axes = range(len(shape) - 1, -1, -1) if axis is None else [_check_axis(x, axis, kind)]
+        out = x
+        for a in axes:
+            out = _reduce_axis(kind, out, a)
+        if keep_dims:
+            out = Tile(tile_ops.splat(out.value, [1] * len(shape))) if axis is None else _keep_dim(out, shape, axes[0])
+        return out
+
+    return emit
+
+
+EMITTERS["sum"], EMITTERS["max"], EMITTERS["min"] = _reduce("sum"), _reduce("max"), _reduce("min")
+
+
+def _arg_extremum(kind: str, x, axis, tie_break_left: bool, keep_dims: bool) -> Tile:
+    # argmax(x) = the first index i where x[i] == max(x); NaN counts as the extremum (as in
+    # torch): max(x) is NaN where x has one, and the NaNs are where x != x.
+    x = _operand(x, f"arg{kind}")
+    axis, shape = _check_axis(x, axis, f"arg{kind}"), list(x.shape)
+    extremum = _keep_dim(_reduce_axis(kind, x, axis), shape, axis)
+    hit = semantics.compare("==", x, extremum)
+    if x.dtype.is_float:
+        nan = semantics.binary("&", semantics.compare("!=", extremum, extremum), semantics.compare("!=", x, x))
+        hit = semantics.binary("|", hit, nan)
+    index = Tile(tile_ops.arange(0, shape[axis]))
+    index = Tile(tile_ops.reshape(index.value, [shape[axis] if d == axis else 1 for d in range(len(shape))]))
+    miss = shape[axis] if tie_break_left else -1
+    picked = _reduce_axis("min" if tie_break_left else "max", semantics.where(hit, index, miss), axis)
+    return _keep_dim(picked, shape, axis) if keep_dims else picked
+
+
+@emitter("argmax")
+def _argmax(x, axis, tie_break_left=True, keep_dims=False):
+    return _arg_extremum("max", x, axis, tie_break_left, keep_dims)
+
+
+@emitter("argmin")
+def _argmin(x, axis, tie_break_left=True, keep_dims=False):
+    return _arg_extremum("min", x, axis, tie_break_left, keep_dims)
