@@ -10,6 +10,7 @@ import math
 
 from mlir import ir
 from mlir.dialects import arith, memref
+from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
 from . import dtypes, semantics
@@ -103,6 +104,18 @@ def _full(shape, value, dtype):
     if isinstance(value, Tile):
         return semantics.broadcast_to(semantics.cast(value, _dtype(dtype)), _shape(shape, "shape"))
     return constant(value, _dtype(dtype), _shape(shape, "shape"))
+
+
+@emitter("zeros_like")
+def _zeros_like(x):
+    x = _tile(x, "zeros_like's operand")
+    return constant(0, x.dtype, list(x.shape)) if x.shape else constant(0, x.dtype)
+
+
+@emitter("full_like")
+def _full_like(x, value):
+    x = _tile(x, "full_like's operand")
+    return _full(x.shape, value, x.dtype) if x.shape else semantics.cast(_tile(value, "full_like's value"), x.dtype)
 
 
 def _pointer(p, what: str) -> Pointer:
@@ -234,45 +247,34 @@ def _minimum(x, y):
     return semantics.extremum("min", x, y)
 
 
-@emitter("reshape")
-def _reshape(x, shape):
-    x, shape = _tile(x, "reshape's operand"), _shape(shape, "shape")
-    if math.prod(shape) != math.prod(x.shape):  # a scalar's shape is [] : one element
-        raise SemanticError(f"cannot reshape a tile of shape {x.shape} to {shape}")
-    if x.is_scalar:
-        return Tile(tile_ops.splat(x.value, shape))
-    return Tile(tile_ops.reshape(x.value, shape))
+@emitter("static_assert")
+def _static_assert(condition, message=""):
+    if isinstance(condition, Tile):
+        raise SemanticError("static_assert needs a compile-time condition (constexprs and shapes), got a run-time value")
+    if not condition:
+        raise SemanticError(f"static_assert failed{': ' + str(message) if message else ''}")
 
 
-def permute_dims(x, dims, what: str) -> Tile:
-    """x with its dims permuted: result dim k is dim dims[k] of x; no dims: a 2-D transpose."""
-    x = _tile(x, f"{what}'s operand")
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = dims[0]
-    rank = len(x.shape)
-    if not dims:
-        if rank != 2:
-            raise SemanticError(f"{what} without dims transposes a 2-D tile; give the dims for a rank-{rank} tile")
-        dims = (1, 0)
-    perm = [_const_int(d, f"{what}'s dims") % rank if rank else _const_int(d, f"{what}'s dims") for d in dims]
-    if sorted(perm) != list(range(rank)):
-        raise SemanticError(f"{what}'s dims {tuple(dims)} are not a permutation of the {rank} dims of a tile of shape {x.shape}")
-    return x if perm == sorted(perm) else Tile(tile_ops.trans(x.value, perm))
+@emitter("static_print")
+def _static_print(*values):
+    """Prints when the kernel compiles (a tile prints its shape and dtype)."""
+    print(*(f"tile({v.shape}, {v.dtype!r})" if isinstance(v, Tile) else v for v in values))
 
 
-@emitter("trans")
-def _trans(x, *dims):
-    return permute_dims(x, dims, "trans")
+@emitter("clamp")
+def _clamp(x, min, max):
+    """min(max(x, lo), hi): NaN in x stays NaN (Triton's `tl.clamp`)."""
+    return semantics.extremum("min", semantics.extremum("max", x, min), max)
 
 
-@emitter("permute")
-def _permute(x, *dims):
-    return permute_dims(x, dims, "permute")
-
-
-@emitter("broadcast_to")
-def _broadcast_to(x, shape):
-    return semantics.broadcast_to(_tile(x, "broadcast_to's operand"), _shape(shape, "shape"))
+@emitter("fma")
+def _fma(x, y, z):
+    x, y = semantics.operands(x, y)  # (three times: one dtype and shape for all three)
+    x, z = semantics.operands(x, z)
+    x, y = semantics.operands(x, y)
+    if not x.dtype.is_float:
+        raise SemanticError(f"fma needs float operands, got {x.dtype!r}")
+    return Tile(mlir_math.fma(x.value, y.value, z.value))
 
 
 @emitter("gather")
@@ -340,7 +342,8 @@ def tensor_method(arg: TensorArg, name: str):
     return emit
 
 
-TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin")
+TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin", "ravel",
+                "expand_dims")
 
 
 def tile_method(t: Tile, name: str):
@@ -351,11 +354,11 @@ def tile_method(t: Tile, name: str):
     if name == "dtype":
         return t.dtype
     if name == "T":
-        return permute_dims(t, (), ".T")
+        return EMITTERS["trans"](t)
     if name in TILE_METHODS:  # x.sum(1) is tile.sum(x, 1), as Triton's tensor methods
         return lambda *args, **kwargs: EMITTERS[name](t, *args, **kwargs)
     raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .T, .shape, .dtype and "
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import reductions  # noqa: E402,F401  (registers sum, max, min, argmax, argmin)
+from . import reductions, shape_builtins  # noqa: E402,F401  (they register the reductions and shape changes)

@@ -107,6 +107,47 @@ def permute(x, *dims):
 
 
 @_builtin
+def static_assert(condition, message=""):
+    """A compile-time check: compilation fails with `message` where `condition` (of
+    constexprs and shapes) is false."""
+
+
+@_builtin
+def static_print(*values):
+    """Print compile-time values (a tile: its shape and dtype) when the kernel compiles."""
+
+
+@_builtin
+def clamp(x, min, max):
+    """minimum(maximum(x, min), max); a NaN in x stays NaN."""
+
+
+@_builtin
+def fma(x, y, z):
+    """x * y + z, rounded once."""
+
+
+@_builtin
+def ravel(x):
+    """The tile's elements as a 1-D tile, in row-major order."""
+
+
+@_builtin
+def expand_dims(x, axis):
+    """x with a dim of size 1 inserted at `axis` (an int or a tuple of ints)."""
+
+
+@_builtin
+def zeros_like(x):
+    """A tile of zeros of x's shape and dtype."""
+
+
+@_builtin
+def full_like(x, value):
+    """A tile of `value` with x's shape and dtype."""
+
+
+@_builtin
 def exp(x):
     """e**x."""
 
