@@ -49,8 +49,10 @@ def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
         return TILE_OPT
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
-    passes = TILE_OPT + [f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}"]
-    if options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1:
+    pipelined = options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1
+    passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + TILE_OPT[-1:]  # (before tile-fuse, the last)
+    passes.append(f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}")
+    if pipelined:
         divisible, tma = options.get("divisible_args", ""), ""
         if options["target"] == "sm_90a" and divisible:  # TMA for aligned whole blocks, else cp.async rings
             tma = f" tma=1 divisible-args={divisible}"

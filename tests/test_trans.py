@@ -36,6 +36,19 @@ def dot_trans_kernel(a, b, c, M: tile.constexpr, N: tile.constexpr, K: tile.cons
     tile.store(c + rm[:, None] * N + rn[None, :], tile.dot(x, y.T))
 
 
+@tile.kernel
+def loop_dot_trans_kernel(a, b, c, K, M: tile.constexpr, N: tile.constexpr, BK: tile.constexpr):
+    """c = a @ b.T over K in BK steps, b stored N x K: on a GPU with num_stages > 1, the
+    transposed load is copied as a load of b^T through its strides (`tile-trans-loads`)."""
+    rm, rn, rk = tile.arange(0, M), tile.arange(0, N), tile.arange(0, BK)
+    acc = tile.zeros((M, N), tile.float32)
+    for k in range(0, K, BK):
+        x = tile.load(a + rm[:, None] * K + (k + rk)[None, :], mask=(k + rk)[None, :] < K, other=0.0)
+        y = tile.load(b + rn[:, None] * K + (k + rk)[None, :], mask=(k + rk)[None, :] < K, other=0.0)
+        acc = tile.dot(x, y.T, acc)
+    tile.store(c + rm[:, None] * N + rn[None, :], acc)
+
+
 def _trans_case(device="cpu"):
     x = torch.randn(32, 64, device=device)
     out, out_t = torch.empty(64, 32, device=device), torch.empty(64, 32, device=device)
@@ -63,6 +76,13 @@ def test_dot_of_a_transposed_operand():
     torch.testing.assert_close(c, a.float() @ b.float().T, atol=1e-3, rtol=1e-3)
 
 
+def test_dot_of_a_transposed_operand_in_a_loop():
+    a, b = torch.randn(64, 80, dtype=torch.float16), torch.randn(64, 80, dtype=torch.float16)
+    c = torch.empty(64, 64)
+    loop_dot_trans_kernel[(1,)](a, b, c, 80, M=64, N=64, BK=32)
+    torch.testing.assert_close(c, a.float() @ b.float().T, atol=1e-3, rtol=1e-3)
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 def test_trans_compiles_for_the_gpu(target, monkeypatch):
     monkeypatch.setenv("TILE_TARGET", target)
@@ -71,6 +91,7 @@ def test_trans_compiles_for_the_gpu(target, monkeypatch):
     permute_kernel[(1,)](torch.empty(2, 8, 16, device="meta"), torch.empty(16, 2, 8, device="meta"), A=2, B=8, C=16)
     a = torch.empty(128, 64, dtype=torch.float16, device="meta")
     dot_trans_kernel[(1,)](a, a, torch.empty(128, 128, device="meta"), M=128, N=128, K=64)
+    loop_dot_trans_kernel[(1,)](a, a, torch.empty(128, 128, device="meta"), 64, M=128, N=128, BK=32, num_stages=3)
 
 
 @pytest.mark.parametrize("body, message", [
