@@ -18,6 +18,9 @@ export TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/$D/cache PYTHO
 "$PY" "$D"/src/tile/benchmarks/launch_overhead.py --compile-only
 "$PY" "$D"/src/tile/benchmarks/matmul_sweep.py --compile-only
 "$PY" "$D"/src/tile/benchmarks/matmul_k_probe.py --compile-only
+# The GPU halves of the tests: fuzz regressions, and the language's kernels (from tests/).
+"$PY" "$D"/src/tile/benchmarks/regressions_on_device.py --compile-only
+"$PY" "$D"/src/tile/benchmarks/language_on_device.py --compile-only
 # The device needs only the cubins and their metadata (the IR of every stage would
 # take the carry past its 64 MiB): keep those and the PTX.
 find "$D/cache" -name 'stage-*' ! -name 'stage-ptx.ptx' -delete

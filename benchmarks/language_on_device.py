@@ -1,0 +1,112 @@
+"""The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
+test_reductions.py, test_builtins.py): their kernels built on the CPU machine for
+sm_90a, then run on the GPU and checked against torch.
+
+    TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
+    python3 benchmarks/language_on_device.py            # on the GPU, with that cache
+    python3 benchmarks/language_on_device.py --cpu      # the same checks on the CPU target
+
+Run from the repository root (the kernels are imported from tests/). On a GPU, f32 exp,
+log, tanh and `/` are the special-function unit's approximations (README), so those
+are compared with a looser tolerance than the CPU tests use.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+
+from test_builtins import builtins_kernel  # noqa: E402
+from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
+from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
+from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
+
+APPROXIMATE = {"exp", "exp2", "log", "log2", "tanh", "sigmoid", "rsqrt"}  # SFU or rsqrt.approx on a GPU
+
+
+def main() -> int:
+    compile_only = "--compile-only" in sys.argv
+    device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
+    failed = []
+
+    def check(name, got, want, **tol):
+        if compile_only:
+            return
+        try:
+            torch.testing.assert_close(got.cpu(), want.cpu(), **tol)
+            print(f"{name}: matches torch")
+        except AssertionError as e:
+            failed.append(name)
+            print(f"{name}: FAIL {str(e)[:300]}")
+
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = torch.randn(100, generator=g) * 4
+        x[:6] = torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0, 0.0, 2.5])
+        x = x.to(dtype)
+        out = torch.empty(len(FUNCTIONS), 100, dtype=dtype, device=device)
+        math_kernel[(1,)](x.to(device), out, 100, BLOCK=128)
+        for row, (name, fn) in enumerate(FUNCTIONS.items()):
+            tol = {torch.float32: 2e-3 if name == "tanh" else 1e-5 if name in APPROXIMATE else 2e-6,
+                   torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
+            check(f"{name} {dtype}", out[row], fn(x), equal_nan=True, rtol=tol, atol=tol)
+
+    x = torch.randn(32, 64, generator=g)
+    outs = [torch.empty(64, 32, device=device) for _ in range(2)]
+    trans_kernel[(1,)](x.to(device), *outs, M=32, N=64)
+    check("trans", outs[0], x.T * 2)
+    check(".T of an index tile", outs[1], x.T + torch.arange(32 * 64.0).reshape(32, 64).T)
+    x = torch.randn(2, 8, 16, generator=g)
+    out = torch.empty(16, 2, 8, device=device)
+    permute_kernel[(1,)](x.to(device), out, A=2, B=8, C=16)
+    check("permute", out, x.permute(2, 0, 1))
+    for m, n, k, warps in ((64, 64, 32, 4), (128, 128, 64, 4), (128, 128, 64, 8)):
+        a, b = torch.randn(m, k, generator=g).half(), torch.randn(n, k, generator=g).half()
+        c = torch.empty(m, n, device=device)
+        dot_trans_kernel[(1,)](a.to(device), b.to(device), c, M=m, N=n, K=k, num_warps=warps)
+        check(f"dot(a, b.T) {m}x{n}x{k}/{warps}w", c, a.float() @ b.float().T, rtol=1e-3, atol=1e-3)
+    for stages in (1, 3):
+        a, b = torch.randn(128, 200, generator=g).half(), torch.randn(128, 200, generator=g).half()
+        c = torch.empty(128, 128, device=device)
+        loop_dot_trans_kernel[(1,)](a.to(device), b.to(device), c, 200, M=128, N=128, BK=32, num_stages=stages)
+        check(f"loop dot(a, b.T), K tail, {stages} stages", c, a.float() @ b.float().T, rtol=1e-3, atol=1e-3)
+
+    x = torch.randn(32, 64, generator=g)
+    outs = [torch.empty(n, device=device) for n in (1, 32, 64)]
+    reductions_kernel[(1,)](x.to(device), *outs, M=32, N=64)
+    check("sum(axis=None, keep_dims)", outs[0], x.sum().reshape(1), rtol=1e-5, atol=1e-4)
+    check("x.max(1, keep_dims)", outs[1], x.amax(1))
+    check("min(axis=0)", outs[2], x.amin(0))
+    for dtype in (torch.float32, torch.float16, torch.int32, torch.int8):
+        x = torch.randint(-4, 4, (32, 64), generator=g).to(dtype)
+        if dtype.is_floating_point:
+            x[3, 7] = x[3, 9] = x[20, 0] = float("nan")
+        outs = [torch.empty(n, dtype=torch.int32, device=device) for n in (32, 64, 32)]
+        arg_kernel[(1,)](x.to(device), *outs, M=32, N=64)
+        check(f"argmax {dtype}", outs[0].long(), x.argmax(1))
+        check(f"argmin {dtype}", outs[1].long(), x.argmin(0))
+        if not dtype.is_floating_point:
+            check(f"argmax, last {dtype}", outs[2].long(), 63 - x.flip(1).argmax(1))
+
+    for dtype in (torch.float32, torch.float16):
+        x = torch.randn(16, 32, generator=g).to(dtype)
+        x[0, 0] = float("nan")
+        out = torch.empty(16 * 32, dtype=dtype, device=device)
+        builtins_kernel[(1,)](x.to(device), out, M=16, N=32)
+        want = (torch.addcmul(x.float().clamp(-0.5, 0.5), x.float(), torch.tensor(2.0)) + 3).to(dtype).reshape(-1)
+        tol = 1e-6 if dtype == torch.float32 else 2e-3
+        check(f"clamp, fma, *_like, ravel, expand_dims {dtype}", out, want, equal_nan=True, rtol=tol, atol=tol)
+
+    if compile_only:
+        print("language kernels compiled")
+        return 0
+    print(f"{'FAILED: ' + ', '.join(failed) if failed else 'every language kernel matches torch'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
