@@ -1,6 +1,6 @@
 """The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
-test_reductions.py, test_builtins.py): their kernels built on the CPU machine for
-sm_90a, then run on the GPU and checked against torch.
+test_reductions.py, test_builtins.py, test_device_print.py): their kernels built on the
+CPU machine for sm_90a, then run on the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
     python3 benchmarks/language_on_device.py            # on the GPU, with that cache
@@ -21,6 +21,7 @@ import torch
 sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 
 from test_builtins import builtins_kernel  # noqa: E402
+from test_device_print import print_kernel  # noqa: E402
 from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
 from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
 from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
@@ -101,6 +102,11 @@ def main() -> int:
         tol = 1e-6 if dtype == torch.float32 else 2e-3
         check(f"clamp, fma, *_like, ravel, expand_dims {dtype}", out, want, equal_nan=True, rtol=tol, atol=tol)
 
+    # device_print: the lines go to the process's stdout (read in the log: 12 lines, any order)
+    x = torch.arange(4.0).to(device)
+    print_kernel[(1,)](x, 3, BLOCK=4)
+    if device == "cuda":
+        torch.cuda.synchronize()
     if compile_only:
         print("language kernels compiled")
         return 0

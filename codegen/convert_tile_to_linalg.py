@@ -338,6 +338,11 @@ LOWERINGS = {
 }
 
 
+from .device_print import lower_print  # noqa: E402  (it builds on the helpers above)
+
+LOWERINGS["tile.print"] = lower_print
+
+
 def inline_fused(op):
     """A fusion group { ops; scf.yield %v } -> ops, with the group's results replaced by %v."""
     block = op.regions[0].blocks[0]

@@ -28,7 +28,7 @@ from .distributed_layout import Distribution, RowsDistribution
 from .register_vectors import elements, from_elements, i32
 
 
-def _first_copies(self, dist) -> list | None:
+def first_copies(self, dist) -> list | None:
     """Per register, an i1: whether this thread holds the first copy of its element (None:
     every element has one copy, as in the tensor-core layouts)."""
     if isinstance(dist, RowsDistribution):  # the four threads of a quad hold a row
@@ -75,7 +75,7 @@ def op_tile_atomic_rmw(self, op):
     dist = self.dist(value)
     n = dist.num_registers
     offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
-    first = _first_copies(self, dist)
+    first = first_copies(self, dist)
     if first is not None:
         masks = [arith.andi(m, f) for m, f in zip(masks, first)]
     self.map[op.result] = from_elements([update(o, v, m) for o, v, m in zip(offs, vals, masks)], elem)

@@ -251,6 +251,23 @@ def store(base, offsets, value, mask, *, loc=None, ip=None) -> ir.Operation:
 
 
 # The ops that write a tensor argument (what must not be read ahead of them, nor as constant).
+def _verify_print(op):
+    t = op.operands[0].type
+    elem = ir.RankedTensorType(t).element_type if isinstance(t, ir.RankedTensorType) else t
+    if not isinstance(elem, (ir.IntegerType, ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)):
+        return f"cannot print a value of type {t}"
+
+
+@define("print", operands=[("value", "any")], attributes=["prefix"], verify=_verify_print)
+def print_(value, prefix: str, *, loc=None, ip=None) -> ir.Operation:
+    """Print every element of a tile (or a scalar) with its program id and index, after
+    `prefix`, when the kernel runs (Triton's `device_print`).
+
+    "tile.print"(%x) {prefix = "x: "} : (tensor<8xf32>) -> ()
+    """
+    return create("print", [], [value], {"prefix": ir.StringAttr.get(prefix)}, loc=loc, ip=ip)
+
+
 WRITES = ("tile.store", "tile.store_tile", "tile.atomic_rmw")
 
 ATOMIC_KINDS = {"add": ("f32", "i32"), "max": ("i32",), "min": ("i32",)}

@@ -255,6 +255,17 @@ def _static_assert(condition, message=""):
         raise SemanticError(f"static_assert failed{': ' + str(message) if message else ''}")
 
 
+@emitter("device_print")
+def _device_print(prefix, *values):
+    """Each value's elements printed when the kernel runs (`tile.print`), after `prefix`."""
+    if not isinstance(prefix, str):
+        raise SemanticError(f"device_print's first argument is its prefix, a string; got {_describe(prefix)}")
+    for i, v in enumerate(values):
+        v = semantics.computable(_tile(v, "device_print's value"), "device_print's value")
+        label = prefix.strip().rstrip(":") + (f" (operand {i})" if len(values) > 1 else "")
+        tile_ops.print_(v.value, label + ": " if label else "")
+
+
 @emitter("static_print")
 def _static_print(*values):
     """Prints when the kernel compiles (a tile prints its shape and dtype)."""

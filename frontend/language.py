@@ -113,6 +113,12 @@ def static_assert(condition, message=""):
 
 
 @_builtin
+def device_print(prefix, *values):
+    """Print each element of each value (a tile or a scalar) with its program id and index
+    when the kernel runs: `pid (0, 0, 0) idx (3) x: 0.250000` (Triton's `device_print`)."""
+
+
+@_builtin
 def static_print(*values):
     """Print compile-time values (a tile: its shape and dtype) when the kernel compiles."""
 

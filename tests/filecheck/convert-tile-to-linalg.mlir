@@ -249,3 +249,25 @@ func.func @trans(%x: tensor<2x32x64xf32>) -> tensor<64x2x32xf32> {
   %t = "tile.trans"(%x) {permutation = array<i32: 2, 0, 1>} : (tensor<2x32x64xf32>) -> tensor<64x2x32xf32>
   return %t : tensor<64x2x32xf32>
 }
+
+// -----
+
+// print -> a loop nest over the tile in index order, a printf call per element (its
+// format a global string), then fflush(NULL).
+
+// CHECK-DAG: llvm.mlir.global internal constant @tile_print_0("pid (%d, %d, %d) idx (%d) x: %f\0A\00")
+// CHECK-DAG: llvm.func @fflush(!llvm.ptr) -> i32
+// CHECK-DAG: llvm.func @printf(!llvm.ptr, ...) -> i32
+// CHECK-LABEL: func.func @print
+// CHECK-SAME: (%[[X:.*]]: tensor<8xf32>)
+// CHECK: %[[PID:.*]] = "tile.program_id"() {axis = 0 : i32}
+// CHECK: scf.for %[[I:.*]] =
+// CHECK: %[[V:.*]] = tensor.extract %[[X]][%[[I]]] : tensor<8xf32>
+// CHECK: %[[W:.*]] = arith.extf %[[V]] : f32 to f64
+// CHECK: %[[FMT:.*]] = llvm.mlir.addressof @tile_print_0 : !llvm.ptr
+// CHECK: llvm.call @printf(%[[FMT]], %[[PID]], {{.*}}, %[[W]]) vararg(!llvm.func<i32 (ptr, ...)>)
+// CHECK: llvm.call @fflush
+func.func @print(%x: tensor<8xf32>) {
+  "tile.print"(%x) {prefix = "x: "} : (tensor<8xf32>) -> ()
+  return
+}

@@ -92,3 +92,13 @@ func.func @trans(%x: tensor<2x32x64xf32>) -> tensor<64x2x32xf32> {
   %t = "tile.trans"(%x) {permutation = array<i32: 2, 0, 1>} : (tensor<2x32x64xf32>) -> tensor<64x2x32xf32>
   return %t : tensor<64x2x32xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @print
+// CHECK-SAME: (%[[X:.*]]: tensor<8xf32>)
+// CHECK: "tile.print"(%[[X]]) {prefix = "x: "} : (tensor<8xf32>) -> ()
+func.func @print(%x: tensor<8xf32>) {
+  "tile.print"(%x) {prefix = "x: "} : (tensor<8xf32>) -> ()
+  return
+}

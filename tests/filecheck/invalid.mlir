@@ -339,3 +339,11 @@ func.func @trans_result_shape(%t: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %r = "tile.trans"(%t) {permutation = array<i32: 1, 0>} : (tensor<4x16xf32>) -> tensor<4x16xf32>
   return %r : tensor<4x16xf32>
 }
+
+// -----
+
+func.func @print_index(%i: index) {
+  // expected-error @below {{cannot print a value of type index}}
+  "tile.print"(%i) {prefix = "i: "} : (index) -> ()
+  return
+}
