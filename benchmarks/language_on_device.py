@@ -1,5 +1,5 @@
 """The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
-test_reductions.py, test_builtins.py, test_device_print.py): their kernels built on the
+test_reductions.py, test_builtins.py, test_random.py, test_device_print.py): their kernels built on the
 CPU machine for sm_90a, then run on the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 from test_builtins import builtins_kernel  # noqa: E402
 from test_device_print import print_kernel  # noqa: E402
 from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
+from test_random import dropout_kernel, philox_reference, random_kernel, uniform_reference  # noqa: E402
 from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
 from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
 
@@ -101,6 +103,21 @@ def main() -> int:
         want = (torch.addcmul(x.float().clamp(-0.5, 0.5), x.float(), torch.tensor(2.0)) + 3).to(dtype).reshape(-1)
         tol = 1e-6 if dtype == torch.float32 else 2e-3
         check(f"clamp, fma, *_like, ravel, expand_dims {dtype}", out, want, equal_nan=True, rtol=tol, atol=tol)
+
+    for seed in (0, 2**40 + 7):
+        outs = [torch.empty(1024, dtype=dt, device=device) for dt in (torch.int32, torch.float32, torch.float32)]
+        random_kernel[(4,)](seed, *outs, BLOCK=256)
+        i0, i1, _, _ = (torch.from_numpy(i) for i in philox_reference(seed, np.arange(1024)))
+        u0, u1 = (torch.from_numpy(uniform_reference(i.numpy())) for i in (i0, i1))
+        check(f"randint seed {seed}", outs[0], i0, rtol=0, atol=0)
+        check(f"rand seed {seed}", outs[1], u0, rtol=0, atol=0)
+        check(f"randn seed {seed}", outs[2], torch.sqrt(-2 * torch.log(u0.clamp(min=1e-7))) * torch.cos(6.283185307179586 * u1),
+              rtol=1e-4, atol=1e-4)
+    x = torch.randn(1000, generator=g)
+    out = torch.empty(1000, device=device)
+    dropout_kernel[(4,)](x.to(device), out, 1000, 0.25, 7, BLOCK=256)
+    keep = torch.from_numpy(uniform_reference(philox_reference(7, np.arange(1000))[0]) > 0.25)
+    check("dropout", out, torch.where(keep, x / 0.75, 0.0))
 
     # device_print: the lines go to the process's stdout (read in the log: 12 lines, any order)
     x = torch.arange(4.0).to(device)

@@ -372,4 +372,4 @@ def tile_method(t: Tile, name: str):
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import reductions, shape_builtins  # noqa: E402,F401  (they register the reductions and shape changes)
+from . import random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)

@@ -124,6 +124,22 @@ def static_print(*values):
 
 
 @_builtin
+def randint(seed, offset, n_rounds=10):
+    """A random int32 per offset: the first output of Philox 4x32 (n_rounds rounds) for the
+    counter (offset, 0, 0, 0) and the key (seed's low and high 32 bits), as Triton's."""
+
+
+@_builtin
+def rand(seed, offset, n_rounds=10):
+    """A uniform float32 in [0, 1) per offset, from `randint` (Triton's `rand`)."""
+
+
+@_builtin
+def randn(seed, offset, n_rounds=10):
+    """A standard normal float32 per offset (Box-Muller on two Philox outputs, Triton's `randn`)."""
+
+
+@_builtin
 def clamp(x, min, max):
     """minimum(maximum(x, min), max); a NaN in x stays NaN."""
 
