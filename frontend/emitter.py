@@ -14,6 +14,7 @@ from mlir.dialects import func, scf
 from . import dtypes, language, semantics
 from .errors import CompilationError, TileError
 from .expressions import _UNSUPPORTED, Expressions, _name, is_runtime
+from .names import namespace
 from .parser import ParsedFunction
 from .values import Pointer, TensorArg, Tile
 
@@ -359,7 +360,7 @@ def _inline(helper, args, kwargs):
     missing = [n for n in names if n not in scope]
     if missing:
         raise TileError(f"{helper.__name__}() is missing argument(s): {', '.join(missing)}")
-    inner = FunctionEmitter(parsed, helper.fn.__globals__, scope)
+    inner = FunctionEmitter(parsed, namespace(helper.fn), scope)
     body = parsed.tree.children[-1]
     stmts = body.children if body.data == "suite" else [body]
     for i, stmt in enumerate(stmts):
