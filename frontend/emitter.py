@@ -7,7 +7,9 @@ value becomes `scf.if` / `scf.for`. `@tile.func` helpers are inlined.
 
 from __future__ import annotations
 
-from lark import Token, Tree
+import inspect
+
+from lark import Tree
 from mlir import ir
 from mlir.dialects import func, scf
 
@@ -78,8 +80,10 @@ class FunctionEmitter(Expressions):
             self.scope.clear()
             self.scope.update(before)
             with ir.InsertionPoint(op.else_block):
-                self.kernel_body(stmts[i + 1:])
-                scf.YieldOp([])
+                try:
+                    self.kernel_body(stmts[i + 1:])
+                finally:  # (a later `return` ends the rest too: its block still needs the yield)
+                    scf.YieldOp([])
             return
 
     def suite_of(self, stmts):
@@ -349,46 +353,18 @@ def inline_helper(helper, args, kwargs):
 
 def _inline(helper, args, kwargs):
     parsed = helper.parsed
-    names = [p for p, _ in _parameters(parsed.tree)]
-    if len(args) > len(names):
-        raise TileError(f"{helper.__name__}() takes {len(names)} arguments, got {len(args)}")
-    scope = dict(zip(names, args))
-    for k, a in kwargs.items():
-        if k not in names:
-            raise TileError(f"{helper.__name__}() has no parameter '{k}'")
-        scope[k] = a
-    missing = [n for n in names if n not in scope]
-    if missing:
-        raise TileError(f"{helper.__name__}() is missing argument(s): {', '.join(missing)}")
-    inner = FunctionEmitter(parsed, namespace(helper.fn), scope)
+    try:  # Python's own binding: defaults, keyword-only parameters, *args
+        bound = inspect.signature(helper.fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TileError(f"{helper.__name__}(): {e}") from None
+    bound.apply_defaults()
+    inner = FunctionEmitter(parsed, namespace(helper.fn), dict(bound.arguments))
     body = parsed.tree.children[-1]
-    stmts = body.children if body.data == "suite" else [body]
-    for i, stmt in enumerate(stmts):
-        try:
-            inner.statement(stmt)
-        except _Return:
-            if i != len(stmts) - 1:
-                raise inner.error(stmt, "return must be the last statement of a @tile.func") from None
-            return inner.returned
+    try:
+        inner.suite_of(body.children if body.data == "suite" else [body])
+    except _Return:  # (only outside run-time control flow, which refuses it): the helper ends there
+        return inner.returned
     return None
-
-
-def _parameters(funcdef) -> list[tuple[str, object]]:
-    """(name, annotation node or None) for each parameter of a `funcdef`."""
-    params = funcdef.children[1]
-    out = []
-    for p in params.children if params is not None else []:
-        if p is None:
-            continue
-        if isinstance(p, Tree) and p.data == "typedparam":
-            out.append((_name(p.children[0]), p.children[1]))
-        elif isinstance(p, Tree) and p.data == "name":
-            out.append((_name(p), None))
-        elif isinstance(p, Token):
-            out.append((str(p), None))
-        else:
-            raise TileError("kernels take plain parameters only (no defaults, *args or **kwargs)")
-    return out
 
 
 def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:

@@ -77,3 +77,41 @@ def test_helpers_through_modules_and_closures(monkeypatch):
     for scale in (2.0, 3.0):
         make_closure_kernel(scale)[(1,)](x, out, B=8)
         torch.testing.assert_close(out, x * scale)
+
+
+@tile.func
+def combine(a, *rest, scale=2.0, NEGATE: tile.constexpr = False):
+    for i in tile.static_range(len(rest)):
+        a = a + rest[i]
+    if NEGATE:
+        return -a * scale
+    return a * scale
+
+
+@tile.kernel
+def helper_call_kernel(x, out, n, B: tile.constexpr):
+    if tile.program_id(0) >= n:
+        return
+    o = tile.arange(0, B)
+    v = tile.load(x + o)
+    tile.store(out + o, combine(v))
+    tile.store(out + (B + o), combine(v, v, 1.0, NEGATE=True, scale=3.0))
+    return
+
+
+@tile.kernel
+def twice_bound_kernel(x, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(x + o, combine(tile.load(x + o), a=1.0))
+
+
+def test_helper_parameters_and_returns():
+    """A helper's defaults, keyword-only or *args parameters raised 'kernels take plain
+    parameters only', an argument given twice 'missing argument', and a return under a
+    constexpr `if` 'return must be the last statement'; a kernel's last `return` after
+    an early one left a block without terminator (an MLIR verifier error)."""
+    x, out = torch.rand(8), torch.zeros(16)
+    helper_call_kernel[(2,)](x, out, 1, B=8)
+    torch.testing.assert_close(out, torch.cat([x * 2.0, -(x + x + 1.0) * 3.0]))
+    with pytest.raises(tile.CompilationError, match=r"combine\(\): multiple values for argument 'a'"):
+        twice_bound_kernel[(1,)](x, B=8)
