@@ -24,6 +24,8 @@ _PY_OPS = {
     "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le, ">": operator.gt,
     ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "@": operator.matmul,
 }
+_PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a, b: a in b,
+                   "not in": lambda a, b: a not in b}
 _SAFE_PY_BUILTINS = {"min": py.min, "max": py.max, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
 _UNSUPPORTED = {
     "while_stmt": "while loops", "try_stmt": "try statements", "with_stmt": "with statements",
@@ -72,7 +74,10 @@ class Expressions:
         return ast.literal_eval(str(node.children[0]))
 
     def expr_string(self, node):
-        return ast.literal_eval(str(node.children[0]))
+        text = str(node.children[0])
+        if "f" in text[:len(text) - len(text.lstrip("rRbBuUfF"))].lower():  # the prefix
+            raise self.error(node, "unsupported Python construct: f-strings")
+        return ast.literal_eval(text)
 
     def expr_const_true(self, node):
         return True
@@ -143,9 +148,10 @@ class Expressions:
         return v
 
     def expr_power(self, node):
-        base, exp = self.expr(node.children[0]), self.expr(node.children[1])
-        if not is_runtime(base) and not is_runtime(exp):
-            return base**exp
+        return self.binary(node, "**", self.expr(node.children[0]), self.expr(node.children[1]))
+
+    def power(self, node, base, exp):
+        """A run-time value to a small constant power (`x ** 2`, `x **= 2`), as products."""
         if isinstance(exp, int) and 0 < exp <= 4:
             acc = base
             for _ in range(exp - 1):
@@ -157,14 +163,25 @@ class Expressions:
         kids = node.children
         result, left = None, self.expr(kids[0])
         for i in range(1, len(kids), 2):
-            op = str(kids[i].children[0]) if isinstance(kids[i], Tree) else str(kids[i])
+            op = " ".join(map(str, kids[i].children)) if isinstance(kids[i], Tree) else str(kids[i])  # ("is", "not")
             right = self.expr(kids[i + 1])
-            if op in ("is", "is not", "in", "not in"):
-                raise self.error(node, f"unsupported comparison '{op}'")
-            part = self.binary(kids[i + 1], op, left, right)
+            if op in _PY_COMPARISONS:
+                part = self.python_comparison(node, op, left, right)
+            else:
+                part = self.binary(kids[i + 1], op, left, right)
             result = part if result is None else self._logical_pair(result, part)
             left = right
         return result
+
+    def python_comparison(self, node, op, left, right):
+        """`is`, `is not`, `in` and `not in` compare compile-time objects (`if BIAS is not None`, a
+        constexpr's default): a run-time value is never None, but has no identity or
+        membership to test before the kernel runs."""
+        if op in ("in", "not in") and (is_runtime(left) or is_runtime(right)):
+            raise self.error(node, f"'{op}' needs compile-time values on both sides")
+        if op in ("is", "is not") and is_runtime(left) and is_runtime(right):
+            raise self.error(node, f"'{op}' compares a run-time value only with a compile-time one (as `x is None`)")
+        return _PY_COMPARISONS[op](left, right)
 
     def _logical_pair(self, a, b):
         if not is_runtime(a) and not is_runtime(b):
@@ -194,6 +211,8 @@ class Expressions:
             return semantics.compare(op, a, b)
         if op == "@":
             return EMITTERS["dot"](a, b)
+        if op == "**":
+            return self.power(node, a, b)
         return semantics.binary(op, a, b)
 
     def pointer_arith(self, node, op, a, b):

@@ -115,3 +115,31 @@ def test_helper_parameters_and_returns():
     torch.testing.assert_close(out, torch.cat([x * 2.0, -(x + x + 1.0) * 3.0]))
     with pytest.raises(tile.CompilationError, match=r"combine\(\): multiple values for argument 'a'"):
         twice_bound_kernel[(1,)](x, B=8)
+
+
+@tile.kernel
+def optional_bias_kernel(x, out, B: tile.constexpr, BIAS: tile.constexpr = None, MODE: tile.constexpr = "add"):
+    o = tile.arange(0, B)
+    v = tile.load(x + o)
+    if BIAS is not None:
+        if MODE not in ("add",):
+            v **= 2
+        v += BIAS
+    tile.store(out + o, v)
+
+
+@tile.kernel
+def f_string_kernel(x, B: tile.constexpr):
+    name = f"block {B}"  # noqa: F841
+
+
+def test_python_comparisons_power_and_f_strings():
+    """`BIAS is not None` read as `is` and raised 'unsupported comparison' (`in` too); `v **= 2`
+    raised 'operator ** is not defined' though `v ** 2` worked; an f-string escaped as
+    ast's 'ValueError: malformed node or string'."""
+    x, out = torch.rand(8), torch.zeros(8)
+    for meta, want in (({}, x), ({"BIAS": 1.0}, x + 1.0), ({"BIAS": 1.0, "MODE": "square"}, x * x + 1.0)):
+        optional_bias_kernel[(1,)](x, out, B=8, **meta)
+        torch.testing.assert_close(out, want)
+    with pytest.raises(tile.CompilationError, match="unsupported Python construct: f-strings"):
+        f_string_kernel[(1,)](x, B=8)
