@@ -22,7 +22,7 @@ import inspect
 import os
 
 from ..frontend import dtypes
-from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError
+from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
 from ..frontend.names import captured
 from . import cache
@@ -40,7 +40,7 @@ def func(fn):
     """`@tile.func`: a helper inlined into the kernels that call it."""
     from ..frontend.helper import Helper
 
-    return Helper(fn)
+    return Helper(checked_function(fn, "func", varargs=True))
 
 
 def kernel(fn=None, **options):
@@ -66,6 +66,7 @@ class Kernel(FastLaunch):
         unknown = set(options) - set(DEFAULT_OPTIONS)
         if unknown:
             raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
+        fn = checked_function(fn, "kernel", varargs=False)
         self.fn, self.name = fn, fn.__name__
         self.options = checked_options({**DEFAULT_OPTIONS, **options})
         self.params = list(inspect.signature(fn).parameters.values())

@@ -143,3 +143,34 @@ def test_python_comparisons_power_and_f_strings():
         torch.testing.assert_close(out, want)
     with pytest.raises(tile.CompilationError, match="unsupported Python construct: f-strings"):
         f_string_kernel[(1,)](x, B=8)
+
+
+async def async_kernel(x):
+    tile.store(x, 1.0)
+
+
+def star_kernel(x, *rest):
+    tile.store(x, 1.0)
+
+
+@pytest.mark.parametrize("decorate, match", [
+    (lambda: tile.kernel(lambda x: tile.store(x, 1.0)), "@tile.kernel takes a function defined with `def`, got a lambda"),
+    (lambda: tile.func(lambda a: a), "@tile.func takes a function defined with `def`, got a lambda"),
+    (lambda: tile.kernel(async_kernel), "got an async function"),
+    (lambda: tile.kernel(scale_kernel), "got <tile.kernel scale_kernel>"),
+    (lambda: tile.func(double), "got <tile.func double>"),
+    (lambda: tile.kernel(star_kernel), r"parameters must be named, one each \(not \*rest\)"),
+    (lambda: double[(1,)], "@tile.func double is inlined into the kernels that call it"),
+])
+def test_what_the_decorators_take(decorate, match):
+    """A lambda or an async function raised StopIteration (no `def` line to point at), a
+    kernel or helper decorated twice or a staticmethod AttributeError or TypeError, a
+    kernel's *args 'missing argument(s): args', and a helper launched with a grid
+    'not subscriptable'."""
+    with pytest.raises(tile.TileError, match=match):
+        decorate()
+
+
+def test_kernel_over_a_staticmethod():
+    """(its source and globals are its function's: parsing the staticmethod raised TypeError)"""
+    assert tile.kernel(staticmethod(scale_kernel.fn)).fn is scale_kernel.fn
