@@ -174,3 +174,68 @@ def test_what_the_decorators_take(decorate, match):
 def test_kernel_over_a_staticmethod():
     """(its source and globals are its function's: parsing the staticmethod raised TypeError)"""
     assert tile.kernel(staticmethod(scale_kernel.fn)).fn is scale_kernel.fn
+
+
+@tile.kernel
+def branches_kernel(x, out, n, B: tile.constexpr):
+    o = tile.arange(0, B)
+    scale, shift, src = 1.0, 0, x
+    if n > 2:
+        scale = 2.0
+        src = x + B
+        y = tile.load(src + o)
+    else:
+        shift = 3
+        y = tile.load(src + o) * 10.0
+    tile.store(out + o, y * scale + shift)
+
+
+@tile.kernel
+def walked_pointer_kernel(x, out, n, B: tile.constexpr):
+    o = tile.arange(0, B)
+    p, acc = x, tile.zeros((B,), tile.float32)
+    for i in range(n):
+        acc += tile.load(p + o)
+        p = p + B
+    tile.store(out + o, acc)
+
+
+@tile.kernel
+def tuple_in_loop_kernel(out, n, B: tile.constexpr):
+    pair = (tile.zeros((B,), tile.float32), 1.0)
+    for i in range(n):
+        pair = (pair[0] + 1.0, 2.0)
+    tile.store(out + tile.arange(0, B), pair[0])
+
+
+@tile.kernel
+def dtype_in_if_kernel(x, n, B: tile.constexpr):
+    dt = tile.float32
+    if n > 2:
+        dt = tile.float16
+    tile.store(x + tile.arange(0, B), tile.zeros((B,), dt))
+
+
+@tile.kernel
+def unrolled_kernel(x, N: tile.constexpr):
+    for i in tile.static_range(N):
+        pass
+
+
+def test_values_through_run_time_control_flow():
+    """A Python number or a tensor argument reassigned under a run-time if (or a tensor
+    argument walked as a pointer through a loop) kept its first value: silently wrong
+    answers; a name assigned in both branches was 'not defined' after the if; a tuple
+    reassigned in a loop stayed as it was; static_range(10**9) never ended."""
+    x, out = torch.rand(16), torch.zeros(8)
+    for n, want in ((3, x[8:] * 2.0), (0, x[:8] * 10.0 + 3)):
+        branches_kernel[(1,)](x, out, n, B=8)
+        torch.testing.assert_close(out, want)
+    walked_pointer_kernel[(1,)](x, out, 2, B=8)
+    torch.testing.assert_close(out, x[:8] + x[8:])
+    with pytest.raises(tile.CompilationError, match="'pair' holds a compile-time tuple but is reassigned inside a run-time loop"):
+        tuple_in_loop_kernel[(1,)](out, 2, B=8)
+    with pytest.raises(tile.CompilationError, match="'dt' is the compile-time value tile.float16 or the compile-time value tile.float32 depending"):
+        dtype_in_if_kernel[(1,)](out, 3, B=8)
+    with pytest.raises(tile.CompilationError, match="static_range unrolls 1000000000 iterations, more than 4096"):
+        unrolled_kernel[(1,)](out, N=10**9)
