@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+import math
 import operator
 
 from lark import Token, Tree
@@ -200,6 +201,8 @@ class Expressions:
             return self.pointer_arith(node, op, a, b)
         if not is_runtime(a) and not is_runtime(b):
             try:
+                if op in ("//", "%") and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                    return _division(op, a, b)
                 return _PY_OPS[op](a, b)
             except Exception as e:
                 raise self.error(node, f"compile-time {op} failed: {e}") from None
@@ -298,6 +301,18 @@ def _name(node) -> str:
     if node.data in ("var", "name"):
         return _name(node.children[0])
     raise TypeError(node)
+
+
+def _division(op: str, a, b):
+    """a // b and a % b on Python numbers as on run-time ones (`semantics.binary`), so that a
+    value folded at compile time (a constexpr, an int argument equal to 1) gives what the
+    run-time value would: ints truncate (x // 0 == x, x % 0 == 0), a float % is C's fmod."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a // b if op == "//" else math.fmod(a, b)
+    if b == 0:
+        return a if op == "//" else 0
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return q if op == "//" else a - q * b
 
 
 def _as_bool(v):

@@ -239,3 +239,19 @@ def test_values_through_run_time_control_flow():
         dtype_in_if_kernel[(1,)](out, 3, B=8)
     with pytest.raises(tile.CompilationError, match="static_range unrolls 1000000000 iterations, more than 4096"):
         unrolled_kernel[(1,)](out, N=10**9)
+
+
+@tile.kernel
+def folded_division_kernel(out, n, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, o * 0 + (n - 2) // 2 + (n - 4) % 3)
+
+
+def test_folded_integer_division_truncates():
+    """An int argument equal to 1 is folded to a Python 1, whose // and % floored where the
+    run-time value's truncate: n=1 gave (1-2)//2 + (1-4)%3 == -1, not 0 (as n=3 gives -1,
+    truncating)."""
+    out = torch.zeros(4, dtype=torch.int32)
+    for n, want in ((1, 0), (3, -1), (-7, -4 + -2)):
+        folded_division_kernel[(1,)](out, n, B=4)
+        assert out.tolist() == [want] * 4
