@@ -120,18 +120,22 @@ class Expressions:
         return acc
 
     def expr_and_test(self, node):
-        return self._logical(node, "&", all)
+        return self._logical(node, "&")
 
     def expr_or_test(self, node):
-        return self._logical(node, "|", any)
+        return self._logical(node, "|")
 
-    def _logical(self, node, op, fold):
-        values = [self.expr(c) for c in node.children]
-        if not any(is_runtime(v) for v in values):
-            return fold(values)
-        acc = values[0]
-        for v in values[1:]:
-            acc = semantics.binary(op, _as_bool(acc), _as_bool(v))
+    def _logical(self, node, op):
+        """`and` / `or` as Python's on compile-time values, the rest unevaluated once one decides
+        (`BIAS is not None and BIAS > 0`, `BLOCK or 128`); elementwise on run-time ones."""
+        acc = None  # the run-time result so far
+        for i, c in enumerate(node.children):
+            v = self.expr(c)
+            if acc is None and not is_runtime(v):
+                if bool(v) != (op == "&") or i == len(node.children) - 1:
+                    return v
+                continue  # (True and ..., False or ...: the rest decides)
+            acc = _as_bool(v) if acc is None else semantics.binary(op, acc, _as_bool(v))
         return acc
 
     def expr_not_test(self, node):
@@ -144,6 +148,8 @@ class Expressions:
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[op](v)
         if op == "-":
             return semantics.negate(v)
+        if op == "~" and v.dtype.is_float:
+            raise self.error(node, f"~ needs an integer or bool operand, got {v.dtype!r}")
         if op == "~":  # (on bools a logical not, as torch's)
             return semantics.binary("^", v, True if v.dtype == dtypes.int1 else -1)
         return v

@@ -255,3 +255,33 @@ def test_folded_integer_division_truncates():
     for n, want in ((1, 0), (3, -1), (-7, -4 + -2)):
         folded_division_kernel[(1,)](out, n, B=4)
         assert out.tolist() == [want] * 4
+
+
+@tile.kernel
+def short_circuit_kernel(x, out, n, B: tile.constexpr, BIAS: tile.constexpr = None, WIDTH: tile.constexpr = None):
+    o = tile.arange(0, WIDTH or B)
+    v = tile.load(x + o)
+    if BIAS is not None and BIAS > 0:
+        v += BIAS
+    m = True and (o < n) and True
+    tile.store(out + o, tile.where(m, v, 0.0))
+
+
+@tile.kernel
+def invert_float_kernel(x, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(x + o, ~tile.load(x + o))
+
+
+def test_and_or_short_circuit():
+    """`and` and `or` evaluated every operand (`BIAS is not None and BIAS > 0` raised
+    'compile-time > failed' for BIAS=None) and folded to a bool (`WIDTH or B` gave True);
+    ~ on a float tile said 'operator ^ is not defined'."""
+    x, out = torch.rand(8), torch.zeros(8)
+    short_circuit_kernel[(1,)](x, out, 6, B=8)
+    torch.testing.assert_close(out, torch.where(torch.arange(8) < 6, x, 0.0))
+    out.zero_()
+    short_circuit_kernel[(1,)](x, out, 6, B=8, BIAS=1.0, WIDTH=4)
+    torch.testing.assert_close(out, torch.cat([x[:4] + 1.0, torch.zeros(4)]))
+    with pytest.raises(tile.CompilationError, match="~ needs an integer or bool operand, got tile.float32"):
+        invert_float_kernel[(1,)](x, B=8)
