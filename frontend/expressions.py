@@ -196,10 +196,11 @@ class Expressions:
         return semantics.binary("&", _as_bool(a), _as_bool(b))
 
     def expr_test(self, node):
-        then, cond, other = (self.expr(c) for c in node.children)
-        if not is_runtime(cond):
-            return then if cond else other
-        return semantics.where(cond, then, other)
+        then, cond, other = node.children
+        cond = self.expr(cond)
+        if not is_runtime(cond):  # only the branch taken, as Python (`tile.load(b + o) if HAS_B else 0.0`)
+            return self.expr(then if cond else other)
+        return semantics.where(cond, self.expr(then), self.expr(other))
 
     def binary(self, node, op, a, b):
         # (a tensor argument is no run-time value, but `x + 0` is a pointer all the same)
