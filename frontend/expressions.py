@@ -80,6 +80,19 @@ class Expressions:
             raise self.error(node, "unsupported Python construct: f-strings")
         return ast.literal_eval(text)
 
+    def expr_string_concat(self, node):  # "ab" "cd"
+        parts = [self.expr(c) for c in node.children]
+        return parts[0][:0].join(parts)
+
+    def expr_ellipsis(self, node):  # (a `...` body)
+        return Ellipsis
+
+    def expr_slice(self, node):  # t[1:], on a compile-time tuple
+        return slice(*[None if c is None else self.expr(c) for c in node.children])
+
+    def expr_sliceop(self, node):
+        return self.expr(node.children[0]) if node.children and node.children[0] is not None else None
+
     def expr_const_true(self, node):
         return True
 
@@ -210,6 +223,7 @@ class Expressions:
             try:
                 if op in ("//", "%") and isinstance(a, (int, float)) and isinstance(b, (int, float)):
                     return _division(op, a, b)
+                _check_fold_size(op, a, b)
                 return _PY_OPS[op](a, b)
             except Exception as e:
                 raise self.error(node, f"compile-time {op} failed: {e}") from None
@@ -308,6 +322,23 @@ def _name(node) -> str:
     if node.data in ("var", "name"):
         return _name(node.children[0])
     raise TypeError(node)
+
+
+MAX_FOLDED_BITS = 1 << 12  # an int computed at compile time (a kernel uses 64 bits)
+MAX_FOLDED_LENGTH = 1 << 16  # a str, bytes or tuple repeated at compile time
+
+
+def _check_fold_size(op: str, a, b):
+    """Refuse a compile-time ** or << whose result would take Python minutes and gigabytes
+    (10 ** 10 ** 8 never finished compiling), and a sequence repeated past any use."""
+    ints = isinstance(a, int) and isinstance(b, int)
+    if ints and op == "**" and b > 0 and abs(a) > 1 and b * math.log2(abs(a)) > MAX_FOLDED_BITS:
+        raise TileError(f"the result would have more than {MAX_FOLDED_BITS} bits")
+    if ints and op == "<<" and a and b > MAX_FOLDED_BITS:
+        raise TileError(f"the result would have more than {MAX_FOLDED_BITS} bits")
+    seq, n = (a, b) if isinstance(a, (str, bytes, tuple, list)) else (b, a)
+    if op == "*" and isinstance(seq, (str, bytes, tuple, list)) and isinstance(n, int) and len(seq) * n > MAX_FOLDED_LENGTH:
+        raise TileError(f"a {type(seq).__name__} of {len(seq) * n} items is past any use in a kernel")
 
 
 def _division(op: str, a, b):

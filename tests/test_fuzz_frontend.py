@@ -286,3 +286,26 @@ def test_short_circuits():
     torch.testing.assert_close(out, torch.cat([x[:4] + 1.0, torch.zeros(4)]))
     with pytest.raises(tile.CompilationError, match="~ needs an integer or bool operand, got tile.float32"):
         invert_float_kernel[(1,)](x, B=8)
+
+
+@tile.kernel
+def literals_kernel(x, out, B: tile.constexpr):
+    ...
+    o = tile.arange(0, B)
+    t = (1.0, 2.0, 4.0)
+    tile.store(out + o, tile.load(x + o) + len("ab" "cd") + t[1:][0] + t[::2][1])
+
+
+@tile.kernel
+def huge_fold_kernel(out, E: tile.constexpr):
+    tile.store(out, 10 ** E)
+
+
+def test_literals_and_compile_time_sizes():
+    """A `...` statement, "ab" "cd" and a slice of a constant tuple were 'unsupported';
+    10 ** 10 ** 8 folded at compile time never finished."""
+    x, out = torch.rand(8), torch.zeros(8)
+    literals_kernel[(1,)](x, out, B=8)
+    torch.testing.assert_close(out, x + 4 + 2.0 + 4.0)
+    with pytest.raises(tile.CompilationError, match=r"compile-time \*\* failed: the result would have more than 4096 bits"):
+        huge_fold_kernel[(1,)](out, E=10**8)
