@@ -11,6 +11,7 @@ import ast
 import builtins as py
 import math
 import operator
+import re
 
 from lark import Token, Tree
 
@@ -300,10 +301,7 @@ class Expressions:
         args, kwargs = self.arguments(node.children[1] if len(node.children) > 1 else None)
         name = getattr(callee, "tile_builtin", None)
         if name is not None:
-            try:
-                return EMITTERS[name](*args, **kwargs)
-            except TypeError as e:
-                raise self.error(node, f"bad arguments to tile.{name}: {e}") from None
+            return self.call_emitter(node, f"tile.{name}", EMITTERS[name], args, kwargs)
         helper = getattr(callee, "tile_helper", None)
         if helper is not None:
             return self.inline_helper(helper, args, kwargs)
@@ -311,9 +309,22 @@ class Expressions:
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
         if callable(callee) and getattr(callee, "__self__", None) is None and callee.__module__ == "tile.frontend.builtins":
-            return callee(*args, **kwargs)  # bound tile methods such as x.to / x.stride
+            method = _method_name(node.children[0])  # bound tile methods such as x.to / x.stride
+            return self.call_emitter(node, method, callee, args, kwargs)
         raise self.error(node, f"cannot call {getattr(callee, '__name__', callee)!r} in a kernel: only tile builtins, "
                          "@tile.func helpers and min/max/abs/int/float/len on compile-time values")
+
+    def call_emitter(self, node, shown: str, emit, args, kwargs):
+        try:
+            return emit(*args, **kwargs)
+        except TypeError as e:  # Python's, on the arguments: named as the kernel wrote the call
+            message = re.sub(r"^[\w.<>]+\(\) ", "", str(e))
+            raise self.error(node, f"bad arguments to {shown}(): {message}") from None
+
+
+def _method_name(node) -> str:
+    """`.to` for `x.to`, as an error names the call."""
+    return "." + _name(node.children[1]) if isinstance(node, Tree) and node.data == "getattr" else "the method"
 
 
 def _name(node) -> str:

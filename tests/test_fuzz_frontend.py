@@ -309,3 +309,17 @@ def test_literals_and_compile_time_sizes():
     torch.testing.assert_close(out, x + 4 + 2.0 + 4.0)
     with pytest.raises(tile.CompilationError, match=r"compile-time \*\* failed: the result would have more than 4096 bits"):
         huge_fold_kernel[(1,)](out, E=10**8)
+
+
+@tile.kernel
+def bitcast_kernel(x, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(x + o, tile.load(x + o).to(tile.int32, bitcast=True))
+
+
+def test_bad_arguments_name_the_call():
+    """A bad keyword to a tile method escaped as 'TypeError: tile_method.<locals>.<lambda>()
+    got an unexpected keyword argument' at the statement, naming the compiler's function."""
+    with pytest.raises(tile.CompilationError, match=r":\d+:23: bad arguments to \.to\(\): got an unexpected keyword "
+                                                    r"argument 'bitcast'"):
+        bitcast_kernel[(1,)](torch.zeros(8), B=8)
