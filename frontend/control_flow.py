@@ -131,6 +131,9 @@ class ControlFlow:
         self.runtime_loop(node, _name(target), start, stop, step, body, stages)
 
     def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
+        for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
+            if not (isinstance(b, int) or isinstance(b, Tile) and b.is_scalar and not b.dtype.is_float):
+                raise self.error(node, f"range's bounds must be ints or int scalars, got {_describe(b, runtime=True)}")
         for name in _assigned_names([body]):
             old = self.scope.get(name)
             if isinstance(old, (int, float)) and not isinstance(old, bool) and name != var:
@@ -143,7 +146,17 @@ class ControlFlow:
         if step == 0 and not isinstance(step, Tile):  # scf.for would never end
             raise self.error(node, "range's step must not be zero")
         first, down = start, not isinstance(step, Tile) and step < 0
-        if down:  # scf.for counts up: loop over the trip count, i = start + trip * step (as Triton does)
+        if isinstance(step, Tile) and not _positive(step):
+            # Its sign is known only at run time (a negative one counted up for 2**24 iterations, a zero one
+            # never ended): loop over the trip count, none for a zero step.
+            start, stop = (b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, step.dtype))
+                           for b in (start, stop))
+            up, zero = semantics.compare(">", step, 0), semantics.compare("==", step, 0)
+            span = semantics.where(up, semantics.binary("-", stop, start), semantics.binary("-", start, stop))
+            size = semantics.where(zero, 1, semantics.where(up, step, semantics.negate(step)))
+            trips = semantics.where(zero, 0, semantics.binary("//", semantics.binary("+", span, semantics.binary("-", size, 1)), size))
+            down, down_step, start, stop, step = True, step, 0, trips, 1
+        elif down:  # scf.for counts up: loop over the trip count, i = start + trip * step (as Triton does)
             d = -step
             if isinstance(start, Tile) or isinstance(stop, Tile):
                 trips = semantics.binary("//", semantics.binary("+", semantics.binary("-", start, stop), d - 1), d)
@@ -234,7 +247,18 @@ def _same(a, b) -> bool:
         return False
 
 
-def _describe(v) -> str:
+def _positive(v: Tile) -> bool:
+    """v is positive by what makes it: the grid's size (a persistent kernel's step over tiles,
+    which then stays scf.for's own)."""
+    owner = v.value.owner
+    return isinstance(owner, ir.OpView) and owner.operation.name == "tile.num_programs"
+
+
+def _describe(v, runtime=False) -> str:
+    if runtime and isinstance(v, Tile):
+        return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
+    if isinstance(v, TensorArg):
+        return f"tensor argument '{v.name}'"
     if isinstance(v, (bool, int, float, str, dtypes.dtype, type(None))):
         return f"the compile-time value {v!r}"
     return f"a compile-time {type(v).__name__}"

@@ -323,3 +323,32 @@ def test_bad_arguments_name_the_call():
     with pytest.raises(tile.CompilationError, match=r":\d+:23: bad arguments to \.to\(\): got an unexpected keyword "
                                                     r"argument 'bitcast'"):
         bitcast_kernel[(1,)](torch.zeros(8), B=8)
+
+
+@tile.kernel
+def run_time_step_kernel(out, a, b, s, B: tile.constexpr):
+    acc = tile.zeros((B,), tile.int32)
+    for i in range(a, b, s):
+        acc = acc * 3 + i
+    tile.store(out + tile.arange(0, B), acc)
+
+
+@tile.kernel
+def float_bound_kernel(out, f, B: tile.constexpr):
+    for i in range(0, f):
+        tile.store(out + tile.arange(0, B), 1.0)
+
+
+def test_range_with_a_run_time_step():
+    """A run-time step went to scf.for as it was: a negative one counted up for 2**24
+    iterations (Python's range runs none, or counts down), a zero one never ended; a float
+    bound was truncated to an int, a tile one failed MLIR's verifier."""
+    out = torch.zeros(4, dtype=torch.int32)
+    for a, b, s in ((0, 10, 3), (10, 0, -3), (0, 10, -1), (7, -8, -5), (0, 10, 0)):
+        run_time_step_kernel[(1,)](out, a, b, s, B=4)
+        want = 0
+        for i in range(a, b, s) if s else ():
+            want = want * 3 + i
+        assert out.tolist() == [want] * 4, (a, b, s)
+    with pytest.raises(tile.CompilationError, match="range's bounds must be ints or int scalars, got a scalar of tile.float32"):
+        float_bound_kernel[(1,)](torch.zeros(4), 2.5, B=4)
