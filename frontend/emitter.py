@@ -116,6 +116,16 @@ class FunctionEmitter(ControlFlow, Expressions):
     def stmt_pass_stmt(self, node):
         pass
 
+    def stmt_assert_stmt(self, node):
+        """`assert BLOCK % 16 == 0, "..."` checks compile-time values as the kernel compiles."""
+        cond = self.expr(node.children[0])
+        if is_runtime(cond):
+            raise self.error(node, "assert needs a compile-time condition (constexprs); a run-time value is not known "
+                                   "until the kernel runs")
+        if not cond:
+            message = node.children[1]
+            raise self.error(node, "assertion failed" + (f": {self.expr(message)}" if message is not None else ""))
+
     def stmt_expr_stmt(self, node):
         self.expr(node.children[0])
 

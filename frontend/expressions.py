@@ -31,10 +31,10 @@ _PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a
 _SAFE_PY_BUILTINS = {"min": py.min, "max": py.max, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
 _UNSUPPORTED = {
     "while_stmt": "while loops", "try_stmt": "try statements", "with_stmt": "with statements",
-    "lambda": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
+    "lambdef": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
     "continue_stmt": "continue", "global_stmt": "global", "nonlocal_stmt": "nonlocal", "del_stmt": "del",
     "raise_stmt": "raise", "import_stmt": "import", "yield_expr": "yield", "await_expr": "await",
-    "comprehension": "comprehensions", "dict": "dicts", "set": "sets", "assert_stmt": "assert",
+    "comprehension": "comprehensions", "dict": "dicts", "set": "sets",
 }
 
 

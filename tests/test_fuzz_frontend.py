@@ -352,3 +352,27 @@ def test_range_with_a_run_time_step():
         assert out.tolist() == [want] * 4, (a, b, s)
     with pytest.raises(tile.CompilationError, match="range's bounds must be ints or int scalars, got a scalar of tile.float32"):
         float_bound_kernel[(1,)](torch.zeros(4), 2.5, B=4)
+
+
+@tile.kernel
+def assert_kernel(x, n, B: tile.constexpr):
+    assert B % 4 == 0, "B must be a multiple of 4"
+    assert B > 0
+    tile.store(x + tile.arange(0, B), 1.0)
+
+
+@tile.kernel
+def run_time_assert_kernel(x, n, B: tile.constexpr):
+    assert n > 0
+
+
+def test_asserts_on_constexprs():
+    """assert was an 'unsupported Python construct'; on compile-time values it now checks them
+    as the kernel compiles, with its message at its line."""
+    x = torch.zeros(8)
+    assert_kernel[(1,)](x, 1, B=8)
+    assert x.tolist() == [1.0] * 8
+    with pytest.raises(tile.CompilationError, match=r":\d+:5: assertion failed: B must be a multiple of 4"):
+        assert_kernel[(1,)](x, 1, B=6)
+    with pytest.raises(tile.CompilationError, match="assert needs a compile-time condition"):
+        run_time_assert_kernel[(1,)](x, 3, B=8)
