@@ -45,11 +45,13 @@ def is_constant(v) -> bool:
 
 def _references(fn) -> list[tuple[str, ...]]:
     """Each name the function's body loads, with the attributes read off it (`mylib.h.x`
-    -> ("mylib", "h", "x")), its parameters left out."""
+    -> ("mylib", "h", "x")), its parameters left out. (Not its defaults': those were
+    evaluated where it was defined, and `captured` takes their values.)"""
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))).body
     params = set(inspect.signature(fn).parameters)
     out = []
-    for node in ast.walk(tree):
+    for node in (n for stmt in body for n in ast.walk(stmt)):
         chain = []
         while isinstance(node, ast.Attribute):
             chain.append(node.attr)
@@ -67,6 +69,10 @@ def captured(fn) -> tuple[list, list]:
     while todo:
         f = inspect.unwrap(todo.pop())
         ns = namespace(f)
+        where = f"{f.__module__}.{f.__qualname__}"
+        for p in inspect.signature(f).parameters.values():  # a helper's defaults are its arguments
+            if p.default is not p.empty and is_constant(p.default):
+                constants.append((where, f"{p.name}=", lambda v=p.default: v))
         for root, *attrs in _references(f):
             if root not in ns:
                 continue
@@ -86,7 +92,6 @@ def captured(fn) -> tuple[list, list]:
                         todo.append(helper.fn)
                     break
                 if is_constant(value):
-                    where = f"{f.__module__}.{f.__qualname__}"
                     constants.append((where, ".".join([root, *path]), _reader(f, root, path)))
                     break
     return helpers, constants

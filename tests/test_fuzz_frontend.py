@@ -376,3 +376,25 @@ def test_asserts_on_constexprs():
         assert_kernel[(1,)](x, 1, B=6)
     with pytest.raises(tile.CompilationError, match="assert needs a compile-time condition"):
         run_time_assert_kernel[(1,)](x, 3, B=8)
+
+
+def make_default_kernel(factor):
+    @tile.func
+    def scaled(a, by=factor):
+        return a * by
+
+    @tile.kernel
+    def default_kernel(x, out, B: tile.constexpr):
+        o = tile.arange(0, B)
+        tile.store(out + o, scaled(tile.load(x + o)))
+
+    return default_kernel
+
+
+def test_helper_default_in_the_cache_key():
+    """A helper's default value (here from its maker's argument) was not in the cache key:
+    the second kernel ran the first one's code from the disk cache."""
+    x, out = torch.rand(8), torch.zeros(8)
+    for factor in (2.0, 3.0):
+        make_default_kernel(factor)[(1,)](x, out, B=8)
+        torch.testing.assert_close(out, x * factor)
