@@ -53,3 +53,12 @@ def checked_function(fn, decorator: str, varargs: bool):
     if star and not varargs:
         raise TileError(f"@tile.{decorator} {fn.__name__}: parameters must be named, one each (not *{star[0]})")
     return fn
+
+
+def source_of(fn, what: str) -> str:
+    """fn's source, or a CompilationError saying it has none (`what`: "kernel k")."""
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        raise CompilationError(f"the source of {what} cannot be read (defined by exec or at an interactive "
+                               "prompt?): tile compiles kernels and helpers from their source files") from None

@@ -21,6 +21,7 @@ import re
 import shutil
 import tempfile
 
+from ..frontend.errors import source_of
 from ..frontend.names import captured
 from .toolchain import TOOLCHAIN
 
@@ -50,18 +51,12 @@ def compiler_digest() -> str:
 
 def key_for(kernel, signature, target: str, options: dict) -> str:
     h = hashlib.sha256()
-    try:
-        source = inspect.getsource(kernel.fn)
-    except (OSError, TypeError):
-        from ..frontend.errors import CompilationError
-
-        raise CompilationError(f"the source of kernel {kernel.name} cannot be read (defined by exec or at an "
-                               "interactive prompt?): tile compiles a kernel from its source file") from None
+    source = source_of(kernel.fn, f"kernel {kernel.name}")
     # What the kernel reads from outside: a helper reached through a module, or a global's or
     # closure's value, changes the code as much as its own source does.
     helpers, constants = captured(kernel.fn)
     parts = [
-        compiler_digest(), TOOLCHAIN, source, *[inspect.getsource(x.fn) for x in helpers],
+        compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
         *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
         repr([(n, k, repr(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
     ]

@@ -195,7 +195,7 @@ class Kernel(FastLaunch):
         if self._readers is None:
             try:
                 self._readers = [read for _, _, read in captured(self.fn)[1]]
-            except (OSError, TypeError, SyntaxError):  # no source: building says so
+            except (TileError, SyntaxError):  # no source: building says so
                 self._readers = []
         if not self._readers:
             return None

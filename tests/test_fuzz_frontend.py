@@ -376,3 +376,20 @@ def test_asserts_on_constexprs():
         assert_kernel[(1,)](x, 1, B=6)
     with pytest.raises(tile.CompilationError, match="assert needs a compile-time condition"):
         run_time_assert_kernel[(1,)](x, 3, B=8)
+
+
+exec_scope = {"tile": tile}
+exec("@tile.func\ndef sourceless(a):\n    return a\n", exec_scope)
+sourceless = exec_scope["sourceless"]
+
+
+@tile.kernel
+def sourceless_helper_kernel(x, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(x + o, sourceless(tile.load(x + o)))
+
+
+def test_helper_without_source():
+    """A helper defined by exec escaped as OSError from the cache key."""
+    with pytest.raises(tile.CompilationError, match="the source of sourceless cannot be read"):
+        sourceless_helper_kernel[(1,)](torch.zeros(8), B=8)
