@@ -17,6 +17,7 @@ from mlir import ir
 from ..dialects import make_context
 from ..dialects.layout import BLOCK_SHARED, Mma
 from ..frontend.emitter import emit_kernel
+from ..frontend.names import namespace
 from ..frontend.errors import CompilationError, TileError, def_line
 from ..frontend.parser import parse_function
 from ..passes.walk import collect
@@ -116,7 +117,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         kernel._parsed = parse_function(kernel.fn)
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = emit_kernel(kernel._parsed, kernel.fn.__globals__, kernel.name, signature)
+        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature)
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
             if collect(module.operation, ["tile.print"]):

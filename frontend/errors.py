@@ -36,3 +36,29 @@ def def_line(fn) -> tuple[list[str], int, int]:
     error about the whole kernel points."""
     lines, first = inspect.getsourcelines(fn)
     return lines, first, next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+
+
+def checked_function(fn, decorator: str, varargs: bool):
+    """fn, if `@tile.<decorator>` can compile it: a function written with `def` (a
+    staticmethod's own; `varargs`: with *args and **kwargs); else a TileError saying what
+    it got (a lambda, a kernel, any other object)."""
+    if isinstance(fn, staticmethod):
+        fn = fn.__func__
+    inner = inspect.unwrap(fn) if callable(fn) else fn
+    if not inspect.isfunction(inner) or inner.__name__ == "<lambda>" or inspect.iscoroutinefunction(inner):
+        got = ("a lambda" if getattr(inner, "__name__", "") == "<lambda>" else
+               "an async function" if inspect.iscoroutinefunction(inner) else repr(fn))
+        raise TileError(f"@tile.{decorator} takes a function defined with `def`, got {got}")
+    star = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if star and not varargs:
+        raise TileError(f"@tile.{decorator} {fn.__name__}: parameters must be named, one each (not *{star[0]})")
+    return fn
+
+
+def source_of(fn, what: str) -> str:
+    """fn's source, or a CompilationError saying it has none (`what`: "kernel k")."""
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        raise CompilationError(f"the source of {what} cannot be read (defined by exec or at an interactive "
+                               "prompt?): tile compiles kernels and helpers from their source files") from None

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+import math
 import operator
+import re
 
 from lark import Token, Tree
 
@@ -24,13 +26,15 @@ _PY_OPS = {
     "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le, ">": operator.gt,
     ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "@": operator.matmul,
 }
+_PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a, b: a in b,
+                   "not in": lambda a, b: a not in b}
 _SAFE_PY_BUILTINS = {"min": py.min, "max": py.max, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
 _UNSUPPORTED = {
     "while_stmt": "while loops", "try_stmt": "try statements", "with_stmt": "with statements",
-    "lambda": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
+    "lambdef": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
     "continue_stmt": "continue", "global_stmt": "global", "nonlocal_stmt": "nonlocal", "del_stmt": "del",
     "raise_stmt": "raise", "import_stmt": "import", "yield_expr": "yield", "await_expr": "await",
-    "comprehension": "comprehensions", "dict": "dicts", "set": "sets", "assert_stmt": "assert",
+    "comprehension": "comprehensions", "dict": "dicts", "set": "sets",
 }
 
 
@@ -72,7 +76,23 @@ class Expressions:
         return ast.literal_eval(str(node.children[0]))
 
     def expr_string(self, node):
-        return ast.literal_eval(str(node.children[0]))
+        text = str(node.children[0])
+        if "f" in text[:len(text) - len(text.lstrip("rRbBuUfF"))].lower():  # the prefix
+            raise self.error(node, "unsupported Python construct: f-strings")
+        return ast.literal_eval(text)
+
+    def expr_string_concat(self, node):  # "ab" "cd"
+        parts = [self.expr(c) for c in node.children]
+        return parts[0][:0].join(parts)
+
+    def expr_ellipsis(self, node):  # (a `...` body)
+        return Ellipsis
+
+    def expr_slice(self, node):  # t[1:], on a compile-time tuple
+        return slice(*[None if c is None else self.expr(c) for c in node.children])
+
+    def expr_sliceop(self, node):
+        return self.expr(node.children[0]) if node.children and node.children[0] is not None else None
 
     def expr_const_true(self, node):
         return True
@@ -114,18 +134,22 @@ class Expressions:
         return acc
 
     def expr_and_test(self, node):
-        return self._logical(node, "&", all)
+        return self._logical(node, "&")
 
     def expr_or_test(self, node):
-        return self._logical(node, "|", any)
+        return self._logical(node, "|")
 
-    def _logical(self, node, op, fold):
-        values = [self.expr(c) for c in node.children]
-        if not any(is_runtime(v) for v in values):
-            return fold(values)
-        acc = values[0]
-        for v in values[1:]:
-            acc = semantics.binary(op, _as_bool(acc), _as_bool(v))
+    def _logical(self, node, op):
+        """`and` / `or` as Python's on compile-time values, the rest unevaluated once one decides
+        (`BIAS is not None and BIAS > 0`, `BLOCK or 128`); elementwise on run-time ones."""
+        acc = None  # the run-time result so far
+        for i, c in enumerate(node.children):
+            v = self.expr(c)
+            if acc is None and not is_runtime(v):
+                if bool(v) != (op == "&") or i == len(node.children) - 1:
+                    return v
+                continue  # (True and ..., False or ...: the rest decides)
+            acc = _as_bool(v) if acc is None else semantics.binary(op, acc, _as_bool(v))
         return acc
 
     def expr_not_test(self, node):
@@ -138,14 +162,17 @@ class Expressions:
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[op](v)
         if op == "-":
             return semantics.negate(v)
+        if op == "~" and v.dtype.is_float:
+            raise self.error(node, f"~ needs an integer or bool operand, got {v.dtype!r}")
         if op == "~":  # (on bools a logical not, as torch's)
             return semantics.binary("^", v, True if v.dtype == dtypes.int1 else -1)
         return v
 
     def expr_power(self, node):
-        base, exp = self.expr(node.children[0]), self.expr(node.children[1])
-        if not is_runtime(base) and not is_runtime(exp):
-            return base**exp
+        return self.binary(node, "**", self.expr(node.children[0]), self.expr(node.children[1]))
+
+    def power(self, node, base, exp):
+        """A run-time value to a small constant power (`x ** 2`, `x **= 2`), as products."""
         if isinstance(exp, int) and 0 < exp <= 4:
             acc = base
             for _ in range(exp - 1):
@@ -157,14 +184,25 @@ class Expressions:
         kids = node.children
         result, left = None, self.expr(kids[0])
         for i in range(1, len(kids), 2):
-            op = str(kids[i].children[0]) if isinstance(kids[i], Tree) else str(kids[i])
+            op = " ".join(map(str, kids[i].children)) if isinstance(kids[i], Tree) else str(kids[i])  # ("is", "not")
             right = self.expr(kids[i + 1])
-            if op in ("is", "is not", "in", "not in"):
-                raise self.error(node, f"unsupported comparison '{op}'")
-            part = self.binary(kids[i + 1], op, left, right)
+            if op in _PY_COMPARISONS:
+                part = self.python_comparison(node, op, left, right)
+            else:
+                part = self.binary(kids[i + 1], op, left, right)
             result = part if result is None else self._logical_pair(result, part)
             left = right
         return result
+
+    def python_comparison(self, node, op, left, right):
+        """`is`, `is not`, `in` and `not in` compare compile-time objects (`if BIAS is not None`, a
+        constexpr's default): a run-time value is never None, but has no identity or
+        membership to test before the kernel runs."""
+        if op in ("in", "not in") and (is_runtime(left) or is_runtime(right)):
+            raise self.error(node, f"'{op}' needs compile-time values on both sides")
+        if op in ("is", "is not") and is_runtime(left) and is_runtime(right):
+            raise self.error(node, f"'{op}' compares a run-time value only with a compile-time one (as `x is None`)")
+        return _PY_COMPARISONS[op](left, right)
 
     def _logical_pair(self, a, b):
         if not is_runtime(a) and not is_runtime(b):
@@ -172,10 +210,11 @@ class Expressions:
         return semantics.binary("&", _as_bool(a), _as_bool(b))
 
     def expr_test(self, node):
-        then, cond, other = (self.expr(c) for c in node.children)
-        if not is_runtime(cond):
-            return then if cond else other
-        return semantics.where(cond, then, other)
+        then, cond, other = node.children
+        cond = self.expr(cond)
+        if not is_runtime(cond):  # only the branch taken, as Python (`tile.load(b + o) if HAS_B else 0.0`)
+            return self.expr(then if cond else other)
+        return semantics.where(cond, self.expr(then), self.expr(other))
 
     def binary(self, node, op, a, b):
         # (a tensor argument is no run-time value, but `x + 0` is a pointer all the same)
@@ -183,6 +222,9 @@ class Expressions:
             return self.pointer_arith(node, op, a, b)
         if not is_runtime(a) and not is_runtime(b):
             try:
+                if op in ("//", "%") and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                    return _division(op, a, b)
+                _check_fold_size(op, a, b)
                 return _PY_OPS[op](a, b)
             except Exception as e:
                 raise self.error(node, f"compile-time {op} failed: {e}") from None
@@ -194,6 +236,8 @@ class Expressions:
             return semantics.compare(op, a, b)
         if op == "@":
             return EMITTERS["dot"](a, b)
+        if op == "**":
+            return self.power(node, a, b)
         return semantics.binary(op, a, b)
 
     def pointer_arith(self, node, op, a, b):
@@ -257,10 +301,7 @@ class Expressions:
         args, kwargs = self.arguments(node.children[1] if len(node.children) > 1 else None)
         name = getattr(callee, "tile_builtin", None)
         if name is not None:
-            try:
-                return EMITTERS[name](*args, **kwargs)
-            except TypeError as e:
-                raise self.error(node, f"bad arguments to tile.{name}: {e}") from None
+            return self.call_emitter(node, f"tile.{name}", EMITTERS[name], args, kwargs)
         helper = getattr(callee, "tile_helper", None)
         if helper is not None:
             return self.inline_helper(helper, args, kwargs)
@@ -268,9 +309,22 @@ class Expressions:
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
         if callable(callee) and getattr(callee, "__self__", None) is None and callee.__module__ == "tile.frontend.builtins":
-            return callee(*args, **kwargs)  # bound tile methods such as x.to / x.stride
+            method = _method_name(node.children[0])  # bound tile methods such as x.to / x.stride
+            return self.call_emitter(node, method, callee, args, kwargs)
         raise self.error(node, f"cannot call {getattr(callee, '__name__', callee)!r} in a kernel: only tile builtins, "
                          "@tile.func helpers and min/max/abs/int/float/len on compile-time values")
+
+    def call_emitter(self, node, shown: str, emit, args, kwargs):
+        try:
+            return emit(*args, **kwargs)
+        except TypeError as e:  # Python's, on the arguments: named as the kernel wrote the call
+            message = re.sub(r"^[\w.<>]+\(\) ", "", str(e))
+            raise self.error(node, f"bad arguments to {shown}(): {message}") from None
+
+
+def _method_name(node) -> str:
+    """`.to` for `x.to`, as an error names the call."""
+    return "." + _name(node.children[1]) if isinstance(node, Tree) and node.data == "getattr" else "the method"
 
 
 def _name(node) -> str:
@@ -279,6 +333,35 @@ def _name(node) -> str:
     if node.data in ("var", "name"):
         return _name(node.children[0])
     raise TypeError(node)
+
+
+MAX_FOLDED_BITS = 1 << 12  # an int computed at compile time (a kernel uses 64 bits)
+MAX_FOLDED_LENGTH = 1 << 16  # a str, bytes or tuple repeated at compile time
+
+
+def _check_fold_size(op: str, a, b):
+    """Refuse a compile-time ** or << whose result would take Python minutes and gigabytes
+    (10 ** 10 ** 8 never finished compiling), and a sequence repeated past any use."""
+    ints = isinstance(a, int) and isinstance(b, int)
+    if ints and op == "**" and b > 0 and abs(a) > 1 and b * math.log2(abs(a)) > MAX_FOLDED_BITS:
+        raise TileError(f"the result would have more than {MAX_FOLDED_BITS} bits")
+    if ints and op == "<<" and a and b > MAX_FOLDED_BITS:
+        raise TileError(f"the result would have more than {MAX_FOLDED_BITS} bits")
+    seq, n = (a, b) if isinstance(a, (str, bytes, tuple, list)) else (b, a)
+    if op == "*" and isinstance(seq, (str, bytes, tuple, list)) and isinstance(n, int) and len(seq) * n > MAX_FOLDED_LENGTH:
+        raise TileError(f"a {type(seq).__name__} of {len(seq) * n} items is past any use in a kernel")
+
+
+def _division(op: str, a, b):
+    """a // b and a % b on Python numbers as on run-time ones (`semantics.binary`), so that a
+    value folded at compile time (a constexpr, an int argument equal to 1) gives what the
+    run-time value would: ints truncate (x // 0 == x, x % 0 == 0), a float % is C's fmod."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a // b if op == "//" else math.fmod(a, b)
+    if b == 0:
+        return a if op == "//" else 0
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return q if op == "//" else a - q * b
 
 
 def _as_bool(v):

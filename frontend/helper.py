@@ -24,5 +24,11 @@ class Helper:
             self._parsed = parse_function(self.fn)
         return self._parsed
 
+    def __repr__(self):
+        return f"<tile.func {self.__name__}>"
+
+    def __getitem__(self, grid):
+        raise TileError(f"@tile.func {self.__name__} is inlined into the kernels that call it; launch a @tile.kernel")
+
     def __call__(self, *args, **kwargs):
         raise TileError(f"@tile.func {self.__name__} can only be called from a kernel")

@@ -21,6 +21,8 @@ import re
 import shutil
 import tempfile
 
+from ..frontend.errors import source_of
+from ..frontend.names import captured
 from .toolchain import TOOLCHAIN
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,33 +49,15 @@ def compiler_digest() -> str:
     return _compiler_digest
 
 
-def _helpers_reachable(fn) -> list:
-    """@tile.func helpers named in fn's source, transitively, in a stable order."""
-    seen, todo, out = set(), [fn], []
-    while todo:
-        f = todo.pop()
-        src = inspect.getsource(f)
-        for name in sorted(set(re.findall(r"[A-Za-z_]\w*", src))):
-            h = f.__globals__.get(name)
-            if getattr(h, "tile_helper", None) is not None and id(h) not in seen:
-                seen.add(id(h))
-                out.append(h)
-                todo.append(h.fn)
-    return out
-
-
 def key_for(kernel, signature, target: str, options: dict) -> str:
     h = hashlib.sha256()
-    try:
-        source = inspect.getsource(kernel.fn)
-    except (OSError, TypeError):
-        from ..frontend.errors import CompilationError
-
-        raise CompilationError(f"the source of kernel {kernel.name} cannot be read (defined by exec or at an "
-                               "interactive prompt?): tile compiles a kernel from its source file") from None
+    source = source_of(kernel.fn, f"kernel {kernel.name}")
+    # What the kernel reads from outside: a helper reached through a module, or a global's or
+    # closure's value, changes the code as much as its own source does.
+    helpers, constants = captured(kernel.fn)
     parts = [
-        compiler_digest(), TOOLCHAIN, source,
-        *[inspect.getsource(x.fn) for x in _helpers_reachable(kernel.fn)],
+        compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
+        *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
         repr([(n, k, repr(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
     ]
     for p in parts:

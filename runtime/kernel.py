@@ -22,8 +22,9 @@ import inspect
 import os
 
 from ..frontend import dtypes
-from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError
+from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
+from ..frontend.names import captured
 from . import cache
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, is_tensor, normal_grid, read_env
 
@@ -39,7 +40,7 @@ def func(fn):
     """`@tile.func`: a helper inlined into the kernels that call it."""
     from ..frontend.helper import Helper
 
-    return Helper(fn)
+    return Helper(checked_function(fn, "func", varargs=True))
 
 
 def kernel(fn=None, **options):
@@ -65,6 +66,7 @@ class Kernel(FastLaunch):
         unknown = set(options) - set(DEFAULT_OPTIONS)
         if unknown:
             raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
+        fn = checked_function(fn, "kernel", varargs=False)
         self.fn, self.name = fn, fn.__name__
         self.options = checked_options({**DEFAULT_OPTIONS, **options})
         self.params = list(inspect.signature(fn).parameters.values())
@@ -73,7 +75,7 @@ class Kernel(FastLaunch):
         self._fast: dict = {}  # run(): _fast_key -> launcher
         self._runtime_names = [p.name for p in self.params if p.name not in self.constexprs]
         self._is_const = [p.name in self.constexprs for p in self.params]
-        self._source_key = None
+        self._readers = None  # the constants it reads from its namespace (`captured_values`)
         # The fast path (see _make_binder): kernel[grid] returns partial(self._entry, gx, gy, gz,
         # grid_fn), cached per grid; _entry is the generated binder once the first launch has
         # shown which run-time arguments are tensors, ints, floats or bools.
@@ -186,6 +188,25 @@ class Kernel(FastLaunch):
                 return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
         return "cpu"
 
+    def captured_values(self) -> str | None:
+        """The values of the global and closure constants the kernel (or a helper) folds, as
+        text (a NaN equals itself there), or None if it reads none: the in-memory caches
+        are keyed by them, as the disk cache is, so that reassigning one recompiles."""
+        if self._readers is None:
+            try:
+                self._readers = [read for _, _, read in captured(self.fn)[1]]
+            except (TileError, SyntaxError):  # no source: building says so
+                self._readers = []
+        if not self._readers:
+            return None
+        values = []
+        for read in self._readers:
+            try:
+                values.append(read())
+            except Exception as e:  # (deleted since: the build reports the name at its line)
+                values.append(e)
+        return repr(values)
+
     # ---- compile and launch --------------------------------------------------------
     def launcher(self, values, options, target):
         sig = self.signature(values)
@@ -194,7 +215,7 @@ class Kernel(FastLaunch):
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
         key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig),
-               os.environ.get("TILE_DUMP_IR"))
+               os.environ.get("TILE_DUMP_IR"), self.captured_values())
         found = self._launchers.get(key)
         if found is None:
             found = self._launchers[key] = cache.load_or_build(self, sig, target, options)
@@ -207,7 +228,7 @@ class Kernel(FastLaunch):
 
     def _fast_key(self, env, args, kwargs):
         """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
-        key = [len(args), env]
+        key = [len(args), env, self.captured_values()]
         for is_const, v in zip(self._is_const, args):
             key.append(("=", v) if is_const else _spec_of(v))
         for k in sorted(kwargs):

@@ -149,6 +149,8 @@ class FastLaunch:
                      for j in range(len(tensors)) for i in range(j)]
             key.append(" and ".join(f"({p})" for p in pairs))
         key += ["num_warps", "num_stages"]
+        if self.captured_values() is not None:  # globals or closure variables it folds
+            key.append(f"{pre}captured()")
         grid = [f"{pre}g{d}" for d in "xyz"]
         params_tuple = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
         again = f"{', '.join(grid)}, {pre}gf, {params_tuple}"
@@ -184,7 +186,8 @@ class FastLaunch:
         filename = f"<tile binder {self.name}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
-                     f"{pre}miss": self._miss, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError,
+                     f"{pre}miss": self._miss,
+                     f"{pre}captured": self.captured_values, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError,
                      f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
         binder = namespace[f"{pre}binder"]

@@ -1,0 +1,282 @@
+"""Run-time control flow of the kernel language (a mixin of the emitter, `emitter.py`):
+`if` on a run-time scalar becomes `scf.if`, `for` over `range` / `tile.range` an
+`scf.for`, with the names they assign carried through as results; `tile.static_range`
+is unrolled. A Python number a run-time `if` changes becomes a run-time scalar; a name
+that cannot be carried (a dtype, a tuple) is an error where it would change.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from lark import Tree
+from mlir import ir
+from mlir.dialects import scf
+
+from . import dtypes, language, semantics
+from .expressions import _name, is_runtime
+from .values import Pointer, TensorArg, Tile
+
+
+class ControlFlow:
+    """stmt_if_stmt and stmt_for_stmt; needs `expr`, `arguments`, `error`, `suite`, `scope`
+    and `runtime_depth` from the emitter."""
+
+    def runtime_condition(self, node, cond: Tile) -> Tile:
+        """A run-time `if`'s condition as an i1 scalar."""
+        if not cond.is_scalar:
+            raise self.error(node, "an if condition must be a scalar, not a tile (use tile.where)")
+        return cond if cond.dtype == dtypes.int1 else semantics.compare("!=", cond, 0)
+
+    def stmt_if_stmt(self, node):
+        cond, then_suite, elifs, else_suite = node.children
+        branches = [(cond, then_suite)] + [(e.children[0], e.children[1]) for e in (elifs.children if elifs else [])]
+        self.if_chain(node, branches, else_suite)
+
+    def if_chain(self, node, branches, else_suite):
+        if not branches:
+            if else_suite is not None:
+                self.suite(else_suite)
+            return
+        (cond_node, body), rest = branches[0], branches[1:]
+        cond = self.expr(cond_node)
+        if not is_runtime(cond):  # compile-time condition: emit one branch only
+            if cond:
+                self.suite(body)
+            else:
+                self.if_chain(node, rest, else_suite)
+            return
+        cond = self.runtime_condition(cond_node, cond)
+        before = dict(self.scope)
+        # The branches are emitted first, into an if without results: the values they leave
+        # decide what it yields (a name assigned in every branch, a Python number one branch
+        # changes), and their ops then move into the if that yields them.
+        draft = scf.IfOp(cond.value, [], has_else=True)
+        ends = []
+        self.runtime_depth += 1
+        for block, emit in ((draft.then_block, lambda: self.suite(body)),
+                            (draft.else_block, lambda: self.if_chain(node, rest, else_suite))):
+            self.scope.clear()
+            self.scope.update(before)
+            with ir.InsertionPoint(block):
+                emit()
+            ends.append(dict(self.scope))
+        self.runtime_depth -= 1
+        self.scope.clear()
+        self.scope.update(before)
+        carried = {}  # name -> the value whose type the if yields
+        for n in _assigned_names([body] + [b for _, b in rest] + [else_suite]):
+            values = [e.get(n, _UNSET) for e in ends]
+            if _UNSET in values or all(_same(v, before.get(n, _UNSET)) for v in values):
+                continue  # unchanged, or undefined on a path (so after the if)
+            runtime = [v for v in [before.get(n), *values] if is_runtime(v) or isinstance(v, TensorArg)]
+            if runtime:  # (its type from before the if, where it had one)
+                carried[n] = runtime[0] if is_runtime(runtime[0]) else Pointer(runtime[0], 0)
+            elif all(_same(v, values[0]) for v in values):
+                self.scope[n] = values[0]
+            elif all(isinstance(v, (bool, int, float)) for v in values):  # made a run-time value
+                dt = functools.reduce(semantics.promote_dtypes, [semantics.python_dtype(v, None) for v in values])
+                with ir.InsertionPoint(draft):
+                    carried[n] = semantics.constant(values[0], dt)
+            else:
+                raise self.error(node, f"'{n}' is {_describe(values[0])} or {_describe(values[1])} depending on a "
+                                       "run-time condition: a run-time if can only choose run-time values (tiles, scalars, pointers)")
+        with ir.InsertionPoint(draft):
+            op = scf.IfOp(cond.value, [_carry_type(v) for v in carried.values()], has_else=True)
+        for end, block, new in zip(ends, (draft.then_block, draft.else_block), (op.then_block, op.else_block)):
+            self.scope.clear()
+            self.scope.update(end)
+            with ir.InsertionPoint(block):
+                yields = [self.carry_value(node, n, ref) for n, ref in carried.items()]
+            with ir.InsertionPoint(new):
+                end_op = scf.YieldOp(yields)
+            for o in list(block.operations):
+                o.move_before(end_op)
+        draft.operation.erase()
+        self.scope.clear()
+        self.scope.update(before)
+        for (n, ref), r in zip(carried.items(), op.results):
+            self.scope[n] = _uncarry(ref, r)
+
+    def stmt_for_stmt(self, node):
+        target, iterable, body, orelse = node.children
+        if orelse is not None:
+            raise self.error(node, "unsupported Python construct: for ... else")
+        if not (isinstance(target, Tree) and target.data == "var"):
+            raise self.error(target, "a for loop needs a single loop variable")
+        if not (isinstance(iterable, Tree) and iterable.data == "funccall"):
+            raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
+        callee = self.expr(iterable.children[0])
+        args, kwargs = self.arguments(iterable.children[1] if len(iterable.children) > 1 else None)
+        stages = kwargs.pop("num_stages", None) if callee is language.range else None
+        if kwargs or not 1 <= len(args) <= 3:
+            raise self.error(iterable, "range takes 1 to 3 positional arguments" + (
+                " and num_stages" if callee is language.range else ""))
+        if stages is not None and (isinstance(stages, bool) or not isinstance(stages, int) or stages < 1):
+            raise self.error(iterable, f"num_stages must be a compile-time int of at least 1, got {stages!r}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if callee is language.static_range:
+            if is_runtime(start) or is_runtime(stop) or is_runtime(step):
+                raise self.error(iterable, "static_range bounds must be compile-time values")
+            trips = range(start, stop, step)
+            if len(trips) > MAX_UNROLLED:  # (a billion never ended)
+                raise self.error(iterable, f"static_range unrolls {len(trips)} iterations, more than {MAX_UNROLLED}: "
+                                           "use range(...) for a run-time loop")
+            for i in trips:
+                self.scope[_name(target)] = i
+                self.suite(body)
+            return
+        if callee is not range and callee is not language.range:
+            raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
+        self.runtime_loop(node, _name(target), start, stop, step, body, stages)
+
+    def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
+        for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
+            if not (isinstance(b, int) or isinstance(b, Tile) and b.is_scalar and not b.dtype.is_float):
+                raise self.error(node, f"range's bounds must be ints or int scalars, got {_describe(b, runtime=True)}")
+        for name in _assigned_names([body]):
+            old = self.scope.get(name)
+            if isinstance(old, (int, float)) and not isinstance(old, bool) and name != var:
+                # A Python number reassigned in a run-time loop would silently stay constant.
+                raise self.error(node, f"variable '{name}' holds the compile-time value {old!r} but is reassigned inside a "
+                                 "run-time loop; give it a run-time initial value (e.g. tile.zeros or tile.full)")
+            if isinstance(old, TensorArg) and name != var:  # a pointer walked through the loop: p = p + BLOCK
+                self.scope[name] = Pointer(old, 0)
+        carried = [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
+        if step == 0 and not isinstance(step, Tile):  # scf.for would never end
+            raise self.error(node, "range's step must not be zero")
+        first, down = start, not isinstance(step, Tile) and step < 0
+        if isinstance(step, Tile) and not _positive(step):
+            # Its sign is known only at run time (a negative one counted up for 2**24 iterations, a zero one
+            # never ended): loop over the trip count, none for a zero step.
+            start, stop = (b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, step.dtype))
+                           for b in (start, stop))
+            up, zero = semantics.compare(">", step, 0), semantics.compare("==", step, 0)
+            span = semantics.where(up, semantics.binary("-", stop, start), semantics.binary("-", start, stop))
+            size = semantics.where(zero, 1, semantics.where(up, step, semantics.negate(step)))
+            trips = semantics.where(zero, 0, semantics.binary("//", semantics.binary("+", span, semantics.binary("-", size, 1)), size))
+            down, down_step, start, stop, step = True, step, 0, trips, 1
+        elif down:  # scf.for counts up: loop over the trip count, i = start + trip * step (as Triton does)
+            d = -step
+            if isinstance(start, Tile) or isinstance(stop, Tile):
+                trips = semantics.binary("//", semantics.binary("+", semantics.binary("-", start, stop), d - 1), d)
+            else:
+                trips = max(0, -((stop - start) // d))
+            down_step, start, stop, step = -d, 0, trips, 1
+        bounds = [b if isinstance(b, Tile) else semantics.constant(b, dtypes.int32) for b in (start, stop, step)]
+        ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
+        lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
+        before = dict(self.scope)
+        op = scf.ForOp(lo, hi, st, [_carry_value(self.scope[n]) for n in carried])
+        if num_stages is not None:  # read by tile-pipeline
+            op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
+        with ir.InsertionPoint(op.body):
+            iv = Tile(op.induction_variable)
+            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, down_step)) if down else iv
+            for n, arg in zip(carried, op.inner_iter_args):
+                self.scope[n] = _uncarry(before[n], arg)
+            self.runtime_depth += 1
+            self.suite(body)
+            self.runtime_depth -= 1
+            for n in _assigned_names([body]):
+                if n in before and n not in carried and n != var and not _same(self.scope.get(n, _UNSET), before[n]):
+                    raise self.error(node, f"'{n}' holds {_describe(before[n])} but is reassigned inside a run-time loop: "
+                                           "only run-time values (tiles, scalars, pointers) can change from one iteration to the next")
+            scf.YieldOp([self.carry_value(node, n, before[n]) for n in carried])
+        self.scope.clear()
+        self.scope.update(before)
+        for n, r in zip(carried, op.results):
+            self.scope[n] = _uncarry(before[n], r)
+
+    def carry_value(self, node, name, old):
+        new = self.scope.get(name)
+        if isinstance(new, TensorArg):  # (as `x + 0`)
+            new = Pointer(new, 0)
+        if isinstance(old, Pointer) and not (isinstance(new, Pointer) and new.base is old.base):
+            raise self.error(node, f"'{name}' must stay a pointer into '{old.base.name}' across control flow")
+        if isinstance(old, Tile) and isinstance(new, (int, float)):
+            new = semantics.constant(new, semantics.python_dtype(new, old.dtype), old.shape or None)
+        if not is_runtime(new):
+            raise self.error(node, f"'{name}' changes from a run-time value to {new!r} inside control flow")
+        new_v = _carry_value(new)
+        # As in Triton: a carried value keeps its type (a silent cast back would truncate).
+        if isinstance(old, Tile) and isinstance(new, Tile) and new.type != old.type:
+            if new.shape == old.shape:
+                where = ("before this loop", "inside it") if node.data == "for_stmt" else ("on one path of this if", "on another")
+                raise self.error(node, f"'{name}' is {old.dtype!r} {where[0]} but {new.dtype!r} {where[1]}: convert it "
+                                       f"(.to({old.dtype!r})) or start it as {new.dtype!r}")
+            raise self.error(node, f"'{name}' changes type from {old.type} to {new.type} inside control flow")
+        return new_v
+
+
+def _assigned_names(suites) -> list[str]:
+    """Names assigned anywhere inside the given statement trees, in first-seen order."""
+    seen = []
+
+    def visit(t):
+        if not isinstance(t, Tree):
+            return
+        if t.data in ("assign", "augassign", "annassign"):
+            targets = t.children[:-1] if t.data == "assign" else t.children[:1]
+            for target in targets:
+                for v in target.iter_subtrees_topdown():
+                    if v.data == "var" and _name(v) not in seen:
+                        seen.append(_name(v))
+        if t.data == "for_stmt" and t.children[0].data == "var" and _name(t.children[0]) not in seen:
+            seen.append(_name(t.children[0]))
+        for c in t.children:
+            visit(c)
+
+    for s in suites:
+        visit(s)
+    return seen
+
+
+_UNSET = object()  # a name not bound on some path
+
+
+def _same(a, b) -> bool:
+    """a is b, or equal compile-time values (a run-time one equals only itself)."""
+    if a is b:
+        return True
+    if is_runtime(a) or is_runtime(b) or isinstance(a, TensorArg) or isinstance(b, TensorArg) or a is _UNSET or b is _UNSET:
+        return False
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+def _positive(v: Tile) -> bool:
+    """v is positive by what makes it: the grid's size (a persistent kernel's step over tiles,
+    which then stays scf.for's own)."""
+    owner = v.value.owner
+    return isinstance(owner, ir.OpView) and owner.operation.name == "tile.num_programs"
+
+
+def _describe(v, runtime=False) -> str:
+    if runtime and isinstance(v, Tile):
+        return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
+    if isinstance(v, TensorArg):
+        return f"tensor argument '{v.name}'"
+    if isinstance(v, (bool, int, float, str, dtypes.dtype, type(None))):
+        return f"the compile-time value {v!r}"
+    return f"a compile-time {type(v).__name__}"
+
+
+def _carry_value(v) -> ir.Value:
+    if isinstance(v, Pointer):
+        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.constant(v.offsets, dtypes.int32)
+        return offs.value
+    return v.value
+
+
+def _carry_type(v) -> ir.Type:
+    return _carry_value(v).type
+
+
+def _uncarry(old, value: ir.Value):
+    return Pointer(old.base, Tile(value)) if isinstance(old, Pointer) else Tile(value)
+
+
+MAX_UNROLLED = 4096  # iterations of a static_range

@@ -1,0 +1,115 @@
+"""The names a kernel or `@tile.func` body sees beyond its own: its closure's cells, then
+its module's globals (as Python resolves them), and what it reads from there.
+
+The compiled code depends on what it reads: the source of every helper it inlines and
+the value of every constant it folds (`SCALE = 2.0`, `math.pi`, a closure's `scale`), by
+a plain name or through modules (`mylib.helper`, `cfg.BLOCK`). `captured` lists them
+from the source, before compiling, for the cache key (pure Python: the runtime imports
+this without the compiler).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from collections import ChainMap
+
+from .dtypes import dtype
+from .errors import source_of
+
+
+def namespace(fn) -> ChainMap:
+    fn = inspect.unwrap(fn)
+    cells = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            cells[name] = cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            pass
+    return ChainMap(cells, fn.__globals__)
+
+
+def is_constant(v) -> bool:
+    """A value the frontend folds into the code it emits."""
+    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), dtype)):
+        return True
+    if type(v).__module__ == "torch" and type(v).__name__ == "dtype":
+        return True
+    if isinstance(v, (tuple, list, frozenset)):
+        return all(is_constant(x) for x in v)
+    if isinstance(v, dict):
+        return all(is_constant(k) and is_constant(x) for k, x in v.items())
+    return False
+
+
+def _references(fn) -> list[tuple[str, ...]]:
+    """Each name the function's body loads, with the attributes read off it (`mylib.h.x`
+    -> ("mylib", "h", "x")), its parameters left out. (Not its defaults': those were
+    evaluated where it was defined, and `captured` takes their values.)"""
+    tree = ast.parse(textwrap.dedent(source_of(fn, f"{fn.__name__}")))
+    body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))).body
+    params = set(inspect.signature(fn).parameters)
+    out = []
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in params:
+            out.append((node.id, *reversed(chain)))
+    return sorted(set(out))
+
+
+def captured(fn) -> tuple[list, list]:
+    """(helpers, constants) that fn and the helpers it reaches read from their namespaces:
+    each helper once, and per constant (where, dotted name, reader), the reader a function
+    of no arguments that reads it again (the launcher's in-memory caches compare values)."""
+    helpers, constants, seen, todo = [], [], set(), [fn]
+    while todo:
+        f = inspect.unwrap(todo.pop())
+        ns = namespace(f)
+        where = f"{f.__module__}.{f.__qualname__}"
+        for p in inspect.signature(f).parameters.values():  # a helper's defaults are its arguments
+            if p.default is not p.empty and is_constant(p.default):
+                constants.append((where, f"{p.name}=", lambda v=p.default: v))
+        for root, *attrs in _references(f):
+            if root not in ns:
+                continue
+            value, path = ns[root], []
+            for attr in [None, *attrs]:
+                if attr is not None:
+                    try:
+                        value = getattr(value, attr)
+                    except Exception:  # (the frontend reports it, at its line)
+                        break
+                    path.append(attr)
+                helper = getattr(value, "tile_helper", None)
+                if helper is not None:
+                    if id(helper) not in seen:
+                        seen.add(id(helper))
+                        helpers.append(helper)
+                        todo.append(helper.fn)
+                    break
+                if is_constant(value):
+                    constants.append((where, ".".join([root, *path]), _reader(f, root, path)))
+                    break
+    return helpers, constants
+
+
+def _reader(fn, root: str, path: list[str]):
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    if root in cells:  # read the cell again: a closure's variable may be reassigned
+        cell = cells[root]
+        first = lambda: cell.cell_contents  # noqa: E731
+    else:
+        first = functools.partial(fn.__globals__.__getitem__, root)
+
+    def read():
+        v = first()
+        for a in path:
+            v = getattr(v, a)
+        return v
+
+    return read
