@@ -209,6 +209,8 @@ def compare(op: str, a, b) -> Tile:
 
 
 def negate(x: Tile) -> Tile:
+    if computable(x).dtype.is_float:  # (0.0 - x is +0.0 at x = +0.0: -x flips the sign bit)
+        return Tile(arith.negf(x.value))
     return binary("-", 0, x)
 
 

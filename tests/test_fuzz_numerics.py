@@ -30,3 +30,18 @@ def test_tanh_and_exp2_to_the_ulp(dtype):
         unary_kernel[(1,)](x, out, OP=op, B=8)
         torch.testing.assert_close(out, ref(x), rtol=2 * torch.finfo(dtype).eps, atol=0)
         assert torch.equal(out.signbit(), ref(x).signbit())
+
+
+@tile.kernel
+def negate_kernel(x, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, -tile.load(x + o))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_negation_flips_the_sign_of_zero(dtype):
+    """-x was 0 - x, which is +0.0 for x = +0.0 (so 1 / -x was +inf)."""
+    x = torch.tensor([0.0, -0.0, 1.5, float("inf")], dtype=dtype)
+    out = torch.zeros_like(x)
+    negate_kernel[(1,)](x, out, B=4)
+    assert torch.equal(out, -x) and torch.equal(out.signbit(), (-x).signbit())
