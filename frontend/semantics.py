@@ -163,6 +163,7 @@ _INT_OPS = {
 
 def binary(op: str, a, b) -> Tile:
     known_divisor = isinstance(b, int) and b not in (0, -1)  # (needs no guard: `_integer_division`)
+    count = b if type(b) is int else None  # a shift by a constant in range needs no guard (`_shift`)
     a, b = operands(a, b)
     if op == "/" and not a.dtype.is_float:
         a, b = cast(a, float32), cast(b, float32)
@@ -175,7 +176,21 @@ def binary(op: str, a, b) -> Tile:
         a, b = cast(a, int32), cast(b, int32)
     if op in ("//", "%") and not a.dtype.is_float and not known_divisor:
         return _integer_division(op, a, b)
+    if op in ("<<", ">>") and not (count is not None and 0 <= count < a.dtype.bits):
+        return _shift(op, a, b)
     return Tile(table[op](a.value, b.value))
+
+
+def _shift(op: str, a: Tile, b: Tile) -> Tile:
+    """a << b and a >> b as torch: a count outside [0, bits) (LLVM's poison, the hardware's
+    count modulo the width) shifts everything out, leaving 0 or, for >>, the sign. The count
+    is clamped to bits - 1 as unsigned (a negative one is huge); << then selects 0 past it."""
+    top = constant(a.dtype.bits - 1, b.dtype, b.shape or None)
+    count = arith.minui(b.value, top.value)
+    if op == ">>":
+        return Tile(arith.shrsi(a.value, count))
+    inside = Tile(arith.cmpi(arith.CmpIPredicate.ule, b.value, top.value))
+    return where(inside, Tile(arith.shli(a.value, count)), constant(0, a.dtype, a.shape or None))
 
 
 def _integer_division(op: str, a: Tile, b: Tile) -> Tile:

@@ -45,3 +45,24 @@ def test_negation_flips_the_sign_of_zero(dtype):
     out = torch.zeros_like(x)
     negate_kernel[(1,)](x, out, B=4)
     assert torch.equal(out, -x) and torch.equal(out.signbit(), (-x).signbit())
+
+
+@tile.kernel
+def shift_kernel(x, y, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    a, b = tile.load(x + o), tile.load(y + o)
+    tile.store(out + o, a << b)
+    tile.store(out + B + o, a >> b)
+    tile.store(out + 2 * B + o, a << 40)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32])
+def test_shift_counts_past_the_width(dtype):
+    """A shift by the width or more, or by a negative count, is poison in LLVM: x86 took the
+    count modulo the width (1 << 32 == 1 in int32, 1 << 8 == 1 in int8). As torch, it now
+    shifts everything out: 0, or the sign for >>."""
+    x = torch.tensor([1, -8, 5, 3, -1, 7, 1, -3], dtype=dtype)
+    y = torch.tensor([32, 33, 8, -1, 100, 2, 0, 64], dtype=dtype)
+    out = torch.zeros(24, dtype=dtype)
+    shift_kernel[(1,)](x, y, out, B=8)
+    assert torch.equal(out, torch.cat([x << y, x >> y, torch.zeros_like(x)]))
