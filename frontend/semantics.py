@@ -168,7 +168,7 @@ def binary(op: str, a, b) -> Tile:
     if op == "/" and not a.dtype.is_float:
         a, b = cast(a, float32), cast(b, float32)
     if op == "//" and a.dtype.is_float:
-        return Tile(math.floor(binary("/", a, b).value))
+        return _float_floor_division(a, b)
     table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
     if op not in table:
         raise SemanticError(f"operator {op} is not defined for {a.dtype}")
@@ -191,6 +191,25 @@ def _shift(op: str, a: Tile, b: Tile) -> Tile:
         return Tile(arith.shrsi(a.value, count))
     inside = Tile(arith.cmpi(arith.CmpIPredicate.ule, b.value, top.value))
     return where(inside, Tile(arith.shli(a.value, count)), constant(0, a.dtype, a.shape or None))
+
+
+def _float_floor_division(a: Tile, b: Tile) -> Tile:
+    """Python's and torch's a // b on floats (16-bit ones in f32, as torch): floor(a / b) was off
+    by one where a / b rounds up to an integer (1.0 // 0.1 is 9.0, a / b is 10.0). From the
+    exact remainder, as torch: (a - fmod(a, b)) / b, less 1 where fmod's sign is not b's, rounded
+    to the nearest integer; 0 keeps a / b's sign, and b == 0 gives a / b."""
+    dt = a.dtype
+    if dt.bits < 32:
+        return cast(_float_floor_division(cast(a, float32), cast(b, float32)), dt)
+    mod = Tile(arith.remf(a.value, b.value))
+    div = binary("/", binary("-", a, mod), b)
+    off = binary("&", compare("!=", mod, 0.0), binary("^", compare("<", b, 0.0), compare("<", mod, 0.0)))
+    div = where(off, binary("-", div, 1.0), div)
+    floor = Tile(math.floor(div.value))
+    floor = where(compare(">", binary("-", div, floor), 0.5), binary("+", floor, 1.0), floor)
+    quotient = binary("/", a, b)
+    floor = where(compare("==", div, 0.0), Tile(math.copysign(constant(0.0, dt, a.shape or None).value, quotient.value)), floor)
+    return where(compare("==", b, 0.0), quotient, floor)
 
 
 def _integer_division(op: str, a: Tile, b: Tile) -> Tile:

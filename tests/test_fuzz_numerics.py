@@ -66,3 +66,21 @@ def test_shift_counts_past_the_width(dtype):
     out = torch.zeros(24, dtype=dtype)
     shift_kernel[(1,)](x, y, out, B=8)
     assert torch.equal(out, torch.cat([x << y, x >> y, torch.zeros_like(x)]))
+
+
+@tile.kernel
+def floor_division_kernel(x, y, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, tile.load(x + o) // tile.load(y + o))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_float_floor_division(dtype):
+    """Float // was floor(a / b), one too high where a / b rounds up to an integer:
+    1.0 // 0.1 gave 10.0 (torch and Python: 9.0); f16 also divided in f16."""
+    x = torch.tensor([1.0, -1.0, 5.0, 7.0, -0.0, 1.0, -3.5, 3.0], dtype=dtype)
+    y = torch.tensor([0.1, 0.1, -0.1, -2.0, 3.0, 0.0, 2.0, float("inf")], dtype=dtype)
+    out = torch.zeros_like(x)
+    floor_division_kernel[(1,)](x, y, out, B=8)
+    want = torch.floor_divide(x, y)
+    assert torch.equal(out, want) and torch.equal(out.signbit(), want.signbit())
