@@ -84,3 +84,19 @@ def test_float_floor_division(dtype):
     floor_division_kernel[(1,)](x, y, out, B=8)
     want = torch.floor_divide(x, y)
     assert torch.equal(out, want) and torch.equal(out.signbit(), want.signbit())
+
+
+@tile.kernel
+def sum_kernel(x, out, B: tile.constexpr):
+    tile.store(out, tile.sum(tile.load(x + tile.arange(0, B)), axis=0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_sums_add_up_in_f32(dtype, gpu_target):
+    """A 16-bit float sum added up in its own type: on the CPU 4096 ones summed to 2048 in
+    f16 and 256 in bf16 (where adding 1 no longer changes the sum). It now adds in f32, as torch."""
+    x, out = torch.ones(4096, dtype=dtype), torch.zeros(1, dtype=dtype)
+    sum_kernel[(1,)](x, out, B=4096)
+    assert out.item() == 4096
+    gpu_target()
+    sum_kernel.compile(x.to("meta"), out.to("meta"), B=4096)
