@@ -114,7 +114,7 @@ def _pointer(p, what: str) -> Pointer:
 
 
 def _access(p: Pointer, mask, shape_of=None):
-    offsets = p.offsets if isinstance(p.offsets, Tile) else constant(p.offsets, int32)
+    offsets = p.offsets if isinstance(p.offsets, Tile) else constant(p.offsets, semantics.python_dtype(p.offsets, None))
     shape = offsets.shape
     if shape_of is not None and shape_of.shape:
         shape = semantics.broadcast_shapes(shape, shape_of.shape)
@@ -135,8 +135,10 @@ def _load(pointer, mask=None, other=None):
     p = _pointer(pointer, "load's pointer")
     offsets, mask, shape = _access(p, mask)
     dt = p.base.dtype
-    if other is None or type(other) is int or type(other) is float and dt.is_float:
-        other = constant(other or 0, dt)  # (a Python number becomes a constant of the tensor's type, float8 included)
+    if other is None or type(other) in (bool, int, float):
+        # (a Python number becomes a constant of the tensor's type, float8 included; one the type
+        # cannot hold is an error)
+        other = constant(other or 0, dt)
     else:
         other = semantics.cast(_tile(other, "other"), dt)
     other = semantics.broadcast_to(other, shape) if shape else other

@@ -242,7 +242,7 @@ class FunctionEmitter(Expressions):
             else:
                 trips = max(0, -((stop - start) // d))
             down_step, start, stop, step = -d, 0, trips, 1
-        bounds = [b if isinstance(b, Tile) else semantics.constant(b, dtypes.int32) for b in (start, stop, step)]
+        bounds = [b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, None)) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
         before = dict(self.scope)
@@ -317,7 +317,7 @@ def _assigned_names(suites) -> list[str]:
 
 def _carry_value(v) -> ir.Value:
     if isinstance(v, Pointer):
-        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.constant(v.offsets, dtypes.int32)
+        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.constant(v.offsets, semantics.python_dtype(v.offsets, None))
         return offs.value
     return v.value
 

@@ -29,9 +29,21 @@ def constant(value, dt: dtypes.dtype, shape: list[int] | None = None) -> Tile:
     if dt.is_float:
         attr = ir.FloatAttr.get(ty, float(value))
     else:
-        attr = ir.IntegerAttr.get(ty, int(value))
+        attr = ir.IntegerAttr.get(ty, _integer_value(value, dt))
     scalar = arith.ConstantOp(ty, attr).result
     return Tile(tile_ops.splat(scalar, shape) if shape else scalar)
+
+
+def _integer_value(value, dt: dtypes.dtype) -> int:
+    """value as an integer of type dt, which must hold it: the attribute kept its low bits
+    (other=300 read 44 in int8, 2**40 read 0 in int32, nan was poison)."""
+    if dt == int1:  # nonzero, as a conversion to bool
+        return int(bool(value))
+    lo, hi = -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value
+    if not isinstance(whole, int) or not lo <= whole <= hi:
+        raise SemanticError(f"{value!r} does not fit in {dt!r} (from {lo} to {hi})")
+    return whole
 
 
 def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:

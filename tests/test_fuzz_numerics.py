@@ -100,3 +100,37 @@ def test_16_bit_sums_add_up_in_f32(dtype, gpu_target):
     assert out.item() == 4096
     gpu_target()
     sum_kernel.compile(x.to("meta"), out.to("meta"), B=4096)
+
+
+@tile.kernel
+def other_kernel(x, out, OTHER: tile.constexpr, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, tile.load(x + o, mask=o < 2, other=OTHER))
+
+
+@pytest.mark.parametrize("dtype, other", [(torch.int8, 300), (torch.int32, 2**40), (torch.int32, float("nan")),
+                                          (torch.int32, 1e10), (torch.int64, 1.5)])
+def test_constants_a_type_cannot_hold(dtype, other):
+    """A constant was cut to its type's bits: other=300 read 44 from an int8 tensor, 2**40
+    read 0 from an int32 one, and nan or 1e10 read garbage (fptosi's poison)."""
+    x = torch.zeros(4, dtype=dtype)
+    with pytest.raises(tile.CompilationError, match=rf"test_fuzz_numerics.py:\d+:\d+: {other!r} does not fit in tile"):
+        other_kernel[(1,)](x, x, OTHER=other, B=4)
+    b = torch.zeros(4, dtype=torch.bool)
+    other_kernel[(1,)](b, b, OTHER=other, B=4)  # (nonzero is True, as a conversion to bool)
+    assert b.tolist() == [False, False, True, True]
+
+
+@tile.kernel
+def wide_range_kernel(out):
+    n = tile.zeros((), tile.int64)
+    for i in range(2**32, 2**32 + 3 * 2**31, 2**31):
+        n = n * 1000 + (i >> 31)
+    tile.store(out, n)
+
+
+def test_range_bounds_past_int32():
+    """Constant range bounds were made int32, cut to their low bits: this loop ran 0 times."""
+    out = torch.zeros(1, dtype=torch.int64)
+    wide_range_kernel[(1,)](out)
+    assert out.item() == 2003004
