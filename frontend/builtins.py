@@ -327,7 +327,7 @@ def _cdiv(a, b):
 
 
 def tensor_method(arg: TensorArg, name: str):
-    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars."""
+    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars (i64 where the tensor is wide)."""
 
     def emit(dim):
         dim = _const_int(dim, f"{name}'s dim")
@@ -336,7 +336,7 @@ def tensor_method(arg: TensorArg, name: str):
         meta = memref.ExtractStridedMetadataOp(arg.value)
         sizes_strides = list(meta.results)[2:]
         v = sizes_strides[dim] if name == "size" else sizes_strides[arg.rank + dim]
-        return Tile(arith.index_cast(ir.IntegerType.get_signless(32), v))
+        return Tile(arith.index_cast(ir.IntegerType.get_signless(64 if arg.wide else 32), v))
 
     if name not in ("stride", "size"):
         raise SemanticError(f"tensor argument '{arg.name}' has no attribute '{name}' (only .stride(d) and .size(d))")

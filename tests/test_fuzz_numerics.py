@@ -134,3 +134,27 @@ def test_range_bounds_past_int32():
     out = torch.zeros(1, dtype=torch.int64)
     wide_range_kernel[(1,)](out)
     assert out.item() == 2003004
+
+
+@tile.kernel
+def strided_rows_kernel(x, out, sizes, R: tile.constexpr, C: tile.constexpr):
+    r, c = tile.arange(0, R)[:, None], tile.arange(0, C)[None, :]
+    tile.store(out + r * C + c, tile.load(x + r * x.stride(0) + c * x.stride(1)))
+    tile.store(sizes, x.size(0))
+
+
+def test_strides_and_sizes_past_int32():
+    """x.stride(d) and x.size(d) were cut to int32: a row 2**32 + 8 elements on read
+    element 8 (further strides segfaulted), and a size of 2**31 + 5 read negative. A tensor
+    whose offsets may pass int32 is now specialized, its strides and sizes int64."""
+    out, sizes = torch.zeros(2, 4, dtype=torch.int8), torch.zeros(1, dtype=torch.int64)
+    for _ in range(3):  # the launch binder's key tells the wide tensors below from these
+        strided_rows_kernel[(1,)](torch.arange(8, dtype=torch.int8).view(2, 4), out, sizes, R=2, C=4)
+    store = torch.empty(2**32 + 16, dtype=torch.int8)  # (never touched but for these: 4 GB unmapped)
+    store[:16] = torch.arange(16)
+    store[2**32 + 8 : 2**32 + 12] = torch.arange(100, 104)
+    x = store.as_strided((2, 4), (2**32 + 8, 1))
+    strided_rows_kernel[(1,)](x, out, sizes, R=2, C=4)
+    assert torch.equal(out, x) and sizes.item() == 2
+    strided_rows_kernel[(1,)](torch.zeros(1, dtype=torch.int8).expand(2**31 + 5)[None, :].t(), out, sizes, R=1, C=1)
+    assert sizes.item() == 2**31 + 5
