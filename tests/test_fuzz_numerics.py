@@ -158,3 +158,19 @@ def test_strides_and_sizes_past_int32():
     assert torch.equal(out, x) and sizes.item() == 2
     strided_rows_kernel[(1,)](torch.zeros(1, dtype=torch.int8).expand(2**31 + 5)[None, :].t(), out, sizes, R=1, C=1)
     assert sizes.item() == 2**31 + 5
+
+
+@tile.kernel
+def mask_times_one_kernel(x, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    m = tile.load(x + o) > 0
+    tile.store(out + o, ~(m * 1))
+    tile.store(out + B + o, ~(1 * m))
+
+
+def test_bool_times_one_is_int32():
+    """x * 1 was folded to x, so a mask times 1 stayed a bool: ~(mask * 1) was a logical not
+    (0 and 1) where bools multiply as int32 (-2 and -1)."""
+    x, out = torch.tensor([1.0, -1.0]), torch.zeros(4, dtype=torch.int32)
+    mask_times_one_kernel[(1,)](x, out, B=2)
+    assert out.tolist() == [-2, -1, -2, -1]
