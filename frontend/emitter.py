@@ -234,14 +234,13 @@ class FunctionEmitter(Expressions):
         carried = [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
         if step == 0 and not isinstance(step, Tile):  # scf.for would never end
             raise self.error(node, "range's step must not be zero")
-        first, down = start, not isinstance(step, Tile) and step < 0
-        if down:  # scf.for counts up: loop over the trip count, i = start + trip * step (as Triton does)
-            d = -step
-            if isinstance(start, Tile) or isinstance(stop, Tile):
-                trips = semantics.binary("//", semantics.binary("+", semantics.binary("-", start, stop), d - 1), d)
-            else:
-                trips = max(0, -((stop - start) // d))
-            down_step, start, stop, step = -d, 0, trips, 1
+        # scf.for counts up by a positive step: a negative one, or a run-time one that may be (a
+        # negative or zero step ran no iteration, billions or forever), loops over the trip count,
+        # i = start + trip * step (as Triton does for constant steps)
+        first, each = start, step
+        counted = step < 0 if not isinstance(step, Tile) else not semantics.known_positive(step)
+        if counted:
+            start, stop, step = 0, semantics.trip_count(start, stop, step), 1
         bounds = [b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, None)) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
@@ -251,7 +250,7 @@ class FunctionEmitter(Expressions):
             op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
         with ir.InsertionPoint(op.body):
             iv = Tile(op.induction_variable)
-            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, down_step)) if down else iv
+            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
             for n, arg in zip(carried, op.inner_iter_args):
                 self.scope[n] = _uncarry(before[n], arg)
             self.runtime_depth += 1

@@ -224,6 +224,27 @@ def _float_floor_division(a: Tile, b: Tile) -> Tile:
     return where(compare("==", b, 0.0), quotient, floor)
 
 
+def known_positive(step: Tile) -> bool:
+    """Whether a run-time loop step is positive by construction: `tile.num_programs`."""
+    owner = step.value.owner
+    return not isinstance(owner, ir.Block) and owner.name == "tile.num_programs"
+
+
+def trip_count(start, stop, step):
+    """The iterations of range(start, stop, step) (at most: a negative count runs none), for a
+    negative constant step or a run-time one of either sign; 0 for a zero step at run time
+    (Python raises; a kernel cannot)."""
+    if not any(isinstance(v, Tile) for v in (start, stop, step)):
+        return len(range(start, stop, step))
+    if not isinstance(step, Tile):
+        return binary("//", binary("+", binary("-", start, stop), -step - 1), -step)
+    up = compare(">", step, 0)
+    span = where(up, binary("-", stop, start), binary("-", start, stop))
+    d = where(up, step, negate(step))
+    trips = binary("//", binary("+", span, binary("-", d, 1)), extremum("max", d, 1))
+    return where(compare("==", step, 0), 0, extremum("max", trips, 0))
+
+
 def _integer_division(op: str, a: Tile, b: Tile) -> Tile:
     """C's truncating a // b and a % b that never trap, not even in lanes a mask turns off
     (a masked load's `other=0`): LLVM takes division by 0, and MIN // -1, as undefined and

@@ -174,3 +174,24 @@ def test_bool_times_one_is_int32():
     x, out = torch.tensor([1.0, -1.0]), torch.zeros(4, dtype=torch.int32)
     mask_times_one_kernel[(1,)](x, out, B=2)
     assert out.tolist() == [-2, -1, -2, -1]
+
+
+@tile.kernel
+def runtime_step_kernel(out, a, b, k):
+    n = tile.zeros((), tile.int32)
+    for i in range(a, b, k):
+        n = n * 10 + i
+    tile.store(out, n)
+
+
+@pytest.mark.parametrize("a, b, k", [(5, 0, -1), (5, 0, -2), (0, 5, -1), (0, 5, 0), (0, 5, 2), (1, 8, 3)])
+def test_runtime_loop_steps(a, b, k):
+    """A run-time step went to scf.for as it was: a negative one ran no iteration where Python
+    counts down (or ~2**32 of them from 0 to 5), and a zero one never ended. Such steps now
+    loop over the trip count (none for a zero step)."""
+    out = torch.zeros(1, dtype=torch.int32)
+    runtime_step_kernel[(1,)](out, a, b, k)
+    want = 0
+    for i in range(a, b, k) if k else []:
+        want = want * 10 + i
+    assert out.item() == want
