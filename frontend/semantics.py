@@ -8,7 +8,7 @@ operand fixes the type; mixing f16 and bf16 gives f32; `/` on ints gives f32.
 
 from __future__ import annotations
 
-from math import prod
+from math import inf, isfinite, prod
 
 from mlir import ir
 from mlir.dialects import arith, math
@@ -52,15 +52,27 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
         return int1
     if isinstance(value, int):
         if other is not None and other.is_float:
-            return other
+            return _float_for(float(value), other)
         # the operand's int type if the value fits it, else the first wider one that holds it
         for dt in ([other] if other is not None and other != int1 else []) + [int32, dtypes.int64]:
             if -(1 << (dt.bits - 1)) <= value < 1 << (dt.bits - 1):
                 return dt
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return other if other is not None and other.is_float else float32
+        return _float_for(value, other) if other is not None and other.is_float else float32
     raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
+
+
+# |v| from which a finite value rounds to inf in each float type (its largest plus half an ulp)
+_OVERFLOW = {dtypes.float16: 65520.0, dtypes.bfloat16: (2 - 2**-7) * 2**127 + 2**119, float32: (2 - 2**-23) * 2**127 + 2**103}
+
+
+def _float_for(value: float, other: dtypes.dtype) -> dtypes.dtype:
+    """The operand's float type, unless the finite constant overflows it: then the first wider
+    one that holds it, as for ints (x_f16 * 1e5 made the constant inf, and 0 * inf NaN)."""
+    for dt in (other, float32, dtypes.float64):
+        if dt.bits >= other.bits and (not isfinite(value) or abs(value) < _OVERFLOW.get(dt, inf)):
+            return dt
 
 
 def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:

@@ -195,3 +195,20 @@ def test_runtime_loop_steps(a, b, k):
     for i in range(a, b, k) if k else []:
         want = want * 10 + i
     assert out.item() == want
+
+
+@tile.kernel
+def f16_constants_kernel(x, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    v = tile.load(x + o)
+    tile.store(out + o, v * 100000.0)
+    tile.store(out + B + o, v * 1e-8 * 1e8)
+
+
+def test_float_constants_that_overflow_the_tile_type():
+    """A Python float next to an f16 tile took f16 even where it overflows: 1e5 became inf,
+    so 0 * 1e5 was NaN (torch: 0). Such a constant now takes the first wider type, as an int does."""
+    x = torch.tensor([0.001, 1.0, 0.0, -0.5], dtype=torch.float16)
+    out = torch.zeros(8, dtype=torch.float16)
+    f16_constants_kernel[(1,)](x, out, B=4)
+    assert torch.equal(out, torch.cat([x * 100000.0, x * 1e-8 * 1e8]))
