@@ -44,7 +44,7 @@ def expected_abi(signature) -> list[dict]:
     abi = []
     for i, (_, kind, detail) in enumerate(s for s in signature if s[1] != "constexpr"):
         if kind == "tensor":
-            dt, rank = detail
+            dt, rank = detail[:2]
             abi += [{"arg": i, "part": "ptr", "type": "ptr"}, {"arg": i, "part": "ptr", "type": "ptr"},
                     {"arg": i, "part": "offset", "type": "i64"}]
             abi += [{"arg": i, "part": "size", "dim": d, "type": "i64"} for d in range(rank)]

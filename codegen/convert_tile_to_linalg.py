@@ -18,6 +18,7 @@ from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 from ..dialects.tile_ops import is_tf32, permutation_of
 from ..passes.registry import register_pass
 from ..passes.walk import collect
+from .float_sums import halve_float_sum
 from .tf32_rounding import round_to_tf32
 
 DYN = ir.ShapedType.get_dynamic_size()
@@ -162,9 +163,11 @@ def combine(kind, elem, a, b):
 
 def lower_reduce(op):
     src = op.operands[0]
-    src_ty = ir.RankedTensorType(src.type)
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     kind = ir.StringAttr(op.attributes["kind"]).value
+    if kind == "sum" and isinstance(ir.RankedTensorType(src.type).element_type, ir.FloatType):
+        src = halve_float_sum(src, axis)
+    src_ty = ir.RankedTensorType(src.type)
     elem, rank = src_ty.element_type, src_ty.rank
     out_shape = [d for i, d in enumerate(src_ty.shape) if i != axis]
     init = linalg.fill(_reduce_identity(kind, elem), outs=[empty(out_shape, elem)])

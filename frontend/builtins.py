@@ -127,7 +127,7 @@ def _pointer(p, what: str) -> Pointer:
 
 
 def _access(p: Pointer, mask, shape_of=None):
-    offsets = p.offsets if isinstance(p.offsets, Tile) else constant(p.offsets, int32)
+    offsets = p.offsets if isinstance(p.offsets, Tile) else constant(p.offsets, semantics.python_dtype(p.offsets, None))
     shape = offsets.shape
     if shape_of is not None and shape_of.shape:
         shape = semantics.broadcast_shapes(shape, shape_of.shape)
@@ -148,8 +148,10 @@ def _load(pointer, mask=None, other=None):
     p = _pointer(pointer, "load's pointer")
     offsets, mask, shape = _access(p, mask)
     dt = p.base.dtype
-    if other is None or type(other) is int or type(other) is float and dt.is_float:
-        other = constant(other or 0, dt)  # (a Python number becomes a constant of the tensor's type, float8 included)
+    if other is None or type(other) in (bool, int, float):
+        # (a Python number becomes a constant of the tensor's type, float8 included; one the type
+        # cannot hold is an error)
+        other = constant(other or 0, dt)
     else:
         other = semantics.cast(_tile(other, "other"), dt)
     other = semantics.broadcast_to(other, shape) if shape else other
@@ -337,7 +339,7 @@ def _cdiv(a, b):
 
 
 def tensor_method(arg: TensorArg, name: str):
-    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars."""
+    """`x.stride(d)` and `x.size(d)` on a tensor argument, as i32 scalars (i64 where the tensor is wide)."""
 
     def emit(dim):
         dim = _const_int(dim, f"{name}'s dim")
@@ -346,7 +348,7 @@ def tensor_method(arg: TensorArg, name: str):
         meta = memref.ExtractStridedMetadataOp(arg.value)
         sizes_strides = list(meta.results)[2:]
         v = sizes_strides[dim] if name == "size" else sizes_strides[arg.rank + dim]
-        return Tile(arith.index_cast(ir.IntegerType.get_signless(32), v))
+        return Tile(arith.index_cast(ir.IntegerType.get_signless(64 if arg.wide else 32), v))
 
     if name not in ("stride", "size"):
         raise SemanticError(f"tensor argument '{arg.name}' has no attribute '{name}' (only .stride(d) and .size(d))")

@@ -145,25 +145,14 @@ class ControlFlow:
         carried = [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
         if step == 0 and not isinstance(step, Tile):  # scf.for would never end
             raise self.error(node, "range's step must not be zero")
-        first, down = start, not isinstance(step, Tile) and step < 0
-        if isinstance(step, Tile) and not _positive(step):
-            # Its sign is known only at run time (a negative one counted up for 2**24 iterations, a zero one
-            # never ended): loop over the trip count, none for a zero step.
-            start, stop = (b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, step.dtype))
-                           for b in (start, stop))
-            up, zero = semantics.compare(">", step, 0), semantics.compare("==", step, 0)
-            span = semantics.where(up, semantics.binary("-", stop, start), semantics.binary("-", start, stop))
-            size = semantics.where(zero, 1, semantics.where(up, step, semantics.negate(step)))
-            trips = semantics.where(zero, 0, semantics.binary("//", semantics.binary("+", span, semantics.binary("-", size, 1)), size))
-            down, down_step, start, stop, step = True, step, 0, trips, 1
-        elif down:  # scf.for counts up: loop over the trip count, i = start + trip * step (as Triton does)
-            d = -step
-            if isinstance(start, Tile) or isinstance(stop, Tile):
-                trips = semantics.binary("//", semantics.binary("+", semantics.binary("-", start, stop), d - 1), d)
-            else:
-                trips = max(0, -((stop - start) // d))
-            down_step, start, stop, step = -d, 0, trips, 1
-        bounds = [b if isinstance(b, Tile) else semantics.constant(b, dtypes.int32) for b in (start, stop, step)]
+        # scf.for counts up by a positive step: a negative one, or a run-time one that may be (a
+        # negative or zero step ran no iteration, billions or forever), loops over the trip count,
+        # i = start + trip * step (as Triton does for constant steps)
+        first, each = start, step
+        counted = step < 0 if not isinstance(step, Tile) else not semantics.known_positive(step)
+        if counted:
+            start, stop, step = 0, semantics.trip_count(start, stop, step), 1
+        bounds = [b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, None)) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
         before = dict(self.scope)
@@ -172,7 +161,7 @@ class ControlFlow:
             op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
         with ir.InsertionPoint(op.body):
             iv = Tile(op.induction_variable)
-            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, down_step)) if down else iv
+            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
             for n, arg in zip(carried, op.inner_iter_args):
                 self.scope[n] = _uncarry(before[n], arg)
             self.runtime_depth += 1
@@ -247,13 +236,6 @@ def _same(a, b) -> bool:
         return False
 
 
-def _positive(v: Tile) -> bool:
-    """v is positive by what makes it: the grid's size (a persistent kernel's step over tiles,
-    which then stays scf.for's own)."""
-    owner = v.value.owner
-    return isinstance(owner, ir.OpView) and owner.operation.name == "tile.num_programs"
-
-
 def _describe(v, runtime=False) -> str:
     if runtime and isinstance(v, Tile):
         return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
@@ -266,7 +248,7 @@ def _describe(v, runtime=False) -> str:
 
 def _carry_value(v) -> ir.Value:
     if isinstance(v, Pointer):
-        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.constant(v.offsets, dtypes.int32)
+        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.constant(v.offsets, semantics.python_dtype(v.offsets, None))
         return offs.value
     return v.value
 

@@ -216,7 +216,7 @@ def _inline(helper, args, kwargs):
 def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:
     """Build `func.func @name` for one specialization.
 
-    `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank),
+    `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank) or (dtype, rank, "wide"),
     "scalar" with a dtype, "one" (an int argument equal to 1: still passed, but
     folded as the constant 1, as Triton specializes), or "constexpr" with the Python value.
     """
@@ -224,7 +224,7 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
     arg_types, scope = [], {}
     for pname, kind, detail in signature:
         if kind == "tensor":
-            dt, rank = detail
+            dt, rank = detail[:2]
             layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), [ir.ShapedType.get_dynamic_stride_or_offset()] * rank)
             arg_types.append(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * rank, dt.to_mlir(), layout))
         elif kind in ("scalar", "one"):
@@ -236,7 +236,7 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
         args = iter(block.arguments)
         for pname, kind, detail in signature:
             if kind == "tensor":
-                scope[pname] = TensorArg(next(args), pname)
+                scope[pname] = TensorArg(next(args), pname, "wide" in detail)
             elif kind == "scalar":
                 scope[pname] = Tile(next(args))
             elif kind == "one":

@@ -228,9 +228,10 @@ class Expressions:
                 return _PY_OPS[op](a, b)
             except Exception as e:
                 raise self.error(node, f"compile-time {op} failed: {e}") from None
-        if op == "*" and isinstance(a, Tile) and type(b) is int and b == 1:
-            return a  # x * 1, as when a stride specialized to 1 multiplies an index
-        if op == "*" and isinstance(b, Tile) and type(a) is int and a == 1:
+        # x * 1, as when a stride specialized to 1 multiplies an index (not a bool: mask * 1 is int32)
+        if op == "*" and isinstance(a, Tile) and type(b) is int and b == 1 and a.dtype != dtypes.int1:
+            return a
+        if op == "*" and isinstance(b, Tile) and type(a) is int and a == 1 and b.dtype != dtypes.int1:
             return b
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return semantics.compare(op, a, b)

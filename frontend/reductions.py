@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..dialects import tile_ops
 from . import semantics
 from .builtins import EMITTERS, SemanticError, _axis, _tile, emitter
-from .dtypes import int32
+from .dtypes import float32, int32
 from .values import Tile
 
 
@@ -35,6 +35,10 @@ def _reduce_axis(kind: str, x: Tile, axis: int) -> Tile:
         # counts and an int8 sum does not wrap; max and min come back in their type.
         out = Tile(tile_ops.reduce(semantics.cast(x, int32).value, axis, kind))
         return out if kind == "sum" else semantics.cast(out, x.dtype)
+    if x.dtype.bits < 32 and kind == "sum":
+        # As torch: a 16-bit float sum adds up in f32, rounded once (in bf16 the CPU's running
+        # sum of 4096 ones stuck at 256, where adding 1 no longer changes it)
+        return semantics.cast(Tile(tile_ops.reduce(semantics.cast(x, float32).value, axis, kind)), x.dtype)
     return Tile(tile_ops.reduce(x.value, axis, kind))
 
 

@@ -8,7 +8,7 @@ operand fixes the type; mixing f16 and bf16 gives f32; `/` on ints gives f32.
 
 from __future__ import annotations
 
-from math import prod
+from math import inf, isfinite, prod
 
 from mlir import ir
 from mlir.dialects import arith, math
@@ -29,9 +29,21 @@ def constant(value, dt: dtypes.dtype, shape: list[int] | None = None) -> Tile:
     if dt.is_float:
         attr = ir.FloatAttr.get(ty, float(value))
     else:
-        attr = ir.IntegerAttr.get(ty, int(value))
+        attr = ir.IntegerAttr.get(ty, _integer_value(value, dt))
     scalar = arith.ConstantOp(ty, attr).result
     return Tile(tile_ops.splat(scalar, shape) if shape else scalar)
+
+
+def _integer_value(value, dt: dtypes.dtype) -> int:
+    """value as an integer of type dt, which must hold it: the attribute kept its low bits
+    (other=300 read 44 in int8, 2**40 read 0 in int32, nan was poison)."""
+    if dt == int1:  # nonzero, as a conversion to bool
+        return int(bool(value))
+    lo, hi = -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value
+    if not isinstance(whole, int) or not lo <= whole <= hi:
+        raise SemanticError(f"{value!r} does not fit in {dt!r} (from {lo} to {hi})")
+    return whole
 
 
 def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
@@ -40,15 +52,27 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
         return int1
     if isinstance(value, int):
         if other is not None and other.is_float:
-            return other
+            return _float_for(float(value), other)
         # the operand's int type if the value fits it, else the first wider one that holds it
         for dt in ([other] if other is not None and other != int1 else []) + [int32, dtypes.int64]:
             if -(1 << (dt.bits - 1)) <= value < 1 << (dt.bits - 1):
                 return dt
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return other if other is not None and other.is_float else float32
+        return _float_for(value, other) if other is not None and other.is_float else float32
     raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
+
+
+# |v| from which a finite value rounds to inf in each float type (its largest plus half an ulp)
+_OVERFLOW = {dtypes.float16: 65520.0, dtypes.bfloat16: (2 - 2**-7) * 2**127 + 2**119, float32: (2 - 2**-23) * 2**127 + 2**103}
+
+
+def _float_for(value: float, other: dtypes.dtype) -> dtypes.dtype:
+    """The operand's float type, unless the finite constant overflows it: then the first wider
+    one that holds it, as for ints (x_f16 * 1e5 made the constant inf, and 0 * inf NaN)."""
+    for dt in (other, float32, dtypes.float64):
+        if dt.bits >= other.bits and (not isfinite(value) or abs(value) < _OVERFLOW.get(dt, inf)):
+            return dt
 
 
 def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
@@ -163,11 +187,12 @@ _INT_OPS = {
 
 def binary(op: str, a, b) -> Tile:
     known_divisor = isinstance(b, int) and b not in (0, -1)  # (needs no guard: `_integer_division`)
+    count = b if type(b) is int else None  # a shift by a constant in range needs no guard (`_shift`)
     a, b = operands(a, b)
     if op == "/" and not a.dtype.is_float:
         a, b = cast(a, float32), cast(b, float32)
     if op == "//" and a.dtype.is_float:
-        return Tile(math.floor(binary("/", a, b).value))
+        return _float_floor_division(a, b)
     table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
     if op not in table:
         raise SemanticError(f"operator {op} is not defined for {a.dtype}")
@@ -175,7 +200,61 @@ def binary(op: str, a, b) -> Tile:
         a, b = cast(a, int32), cast(b, int32)
     if op in ("//", "%") and not a.dtype.is_float and not known_divisor:
         return _integer_division(op, a, b)
+    if op in ("<<", ">>") and not (count is not None and 0 <= count < a.dtype.bits):
+        return _shift(op, a, b)
     return Tile(table[op](a.value, b.value))
+
+
+def _shift(op: str, a: Tile, b: Tile) -> Tile:
+    """a << b and a >> b as torch: a count outside [0, bits) (LLVM's poison, the hardware's
+    count modulo the width) shifts everything out, leaving 0 or, for >>, the sign. The count
+    is clamped to bits - 1 as unsigned (a negative one is huge); << then selects 0 past it."""
+    top = constant(a.dtype.bits - 1, b.dtype, b.shape or None)
+    count = arith.minui(b.value, top.value)
+    if op == ">>":
+        return Tile(arith.shrsi(a.value, count))
+    inside = Tile(arith.cmpi(arith.CmpIPredicate.ule, b.value, top.value))
+    return where(inside, Tile(arith.shli(a.value, count)), constant(0, a.dtype, a.shape or None))
+
+
+def _float_floor_division(a: Tile, b: Tile) -> Tile:
+    """Python's and torch's a // b on floats (16-bit ones in f32, as torch): floor(a / b) was off
+    by one where a / b rounds up to an integer (1.0 // 0.1 is 9.0, a / b is 10.0). From the
+    exact remainder, as torch: (a - fmod(a, b)) / b, less 1 where fmod's sign is not b's, rounded
+    to the nearest integer; 0 keeps a / b's sign, and b == 0 gives a / b."""
+    dt = a.dtype
+    if dt.bits < 32:
+        return cast(_float_floor_division(cast(a, float32), cast(b, float32)), dt)
+    mod = Tile(arith.remf(a.value, b.value))
+    div = binary("/", binary("-", a, mod), b)
+    off = binary("&", compare("!=", mod, 0.0), binary("^", compare("<", b, 0.0), compare("<", mod, 0.0)))
+    div = where(off, binary("-", div, 1.0), div)
+    floor = Tile(math.floor(div.value))
+    floor = where(compare(">", binary("-", div, floor), 0.5), binary("+", floor, 1.0), floor)
+    quotient = binary("/", a, b)
+    floor = where(compare("==", div, 0.0), Tile(math.copysign(constant(0.0, dt, a.shape or None).value, quotient.value)), floor)
+    return where(compare("==", b, 0.0), quotient, floor)
+
+
+def known_positive(step: Tile) -> bool:
+    """Whether a run-time loop step is positive by construction: `tile.num_programs`."""
+    owner = step.value.owner
+    return not isinstance(owner, ir.Block) and owner.name == "tile.num_programs"
+
+
+def trip_count(start, stop, step):
+    """The iterations of range(start, stop, step) (at most: a negative count runs none), for a
+    negative constant step or a run-time one of either sign; 0 for a zero step at run time
+    (Python raises; a kernel cannot)."""
+    if not any(isinstance(v, Tile) for v in (start, stop, step)):
+        return len(range(start, stop, step))
+    if not isinstance(step, Tile):
+        return binary("//", binary("+", binary("-", start, stop), -step - 1), -step)
+    up = compare(">", step, 0)
+    span = where(up, binary("-", stop, start), binary("-", start, stop))
+    d = where(up, step, negate(step))
+    trips = binary("//", binary("+", span, binary("-", d, 1)), extremum("max", d, 1))
+    return where(compare("==", step, 0), 0, extremum("max", trips, 0))
 
 
 def _integer_division(op: str, a: Tile, b: Tile) -> Tile:
@@ -209,6 +288,8 @@ def compare(op: str, a, b) -> Tile:
 
 
 def negate(x: Tile) -> Tile:
+    if computable(x).dtype.is_float:  # (0.0 - x is +0.0 at x = +0.0: -x flips the sign bit)
+        return Tile(arith.negf(x.value))
     return binary("-", 0, x)
 
 

@@ -48,6 +48,7 @@ class TensorArg:
 
     value: ir.Value
     name: str
+    wide: bool = False  # offsets may pass int32 (`launch_binder.wide`): .stride() and .size() are int64
 
     @property
     def dtype(self) -> dtypes.dtype:

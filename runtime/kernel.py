@@ -26,7 +26,7 @@ from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, ch
 from ..frontend.language import constexpr
 from ..frontend.names import captured
 from . import cache
-from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, is_tensor, normal_grid, read_env
+from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, is_tensor, normal_grid, read_env, wide
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
@@ -161,7 +161,8 @@ class Kernel(FastLaunch):
                 dt = dtypes.from_torch(v.dtype)
                 if dt is None:
                     raise LaunchError(f"argument '{p.name}': dtype {v.dtype} is not supported (use float32, float16, bfloat16, int32, ...)")
-                sig.append((p.name, "tensor", (dt, v.dim())))
+                # (a wide tensor's detail says so; others keep the (dtype, rank) of older builds' metadata)
+                sig.append((p.name, "tensor", (dt, v.dim(), "wide") if wide(v) else (dt, v.dim())))
             elif isinstance(v, bool):
                 sig.append((p.name, "scalar", dtypes.int1))
             elif isinstance(v, int):
@@ -270,7 +271,7 @@ class Kernel(FastLaunch):
 
 def _spec_of(v):
     if hasattr(v, "data_ptr"):
-        return (v.dtype, v.dim(), v.is_cuda, v.data_ptr() % 16 == 0)
+        return (v.dtype, v.dim(), v.is_cuda, v.data_ptr() % 16 == 0, wide(v))
     if isinstance(v, bool):
         return bool
     if isinstance(v, int):

@@ -24,6 +24,15 @@ def is_tensor(v) -> bool:
     return type(v).__module__.startswith("torch") and hasattr(v, "data_ptr")
 
 
+def wide(t) -> bool:
+    """Whether a tensor's element offsets, sizes or strides may pass int32: 2**31 elements or
+    more, or a storage that holds as many (a stride past int32). Its `x.stride(d)` and
+    `x.size(d)` are then int64 in the kernel (a specialization); cut to int32, they made
+    the offsets wrap, and the kernel read outside the tensor. The binder's key holds
+    `max(...) >> 31`, which with the dtype decides it."""
+    return max(t.nbytes, t.untyped_storage().nbytes()) >> 31 >= t.element_size()
+
+
 def disjoint(*tensors) -> bool:
     """No two of the tensors' storages overlap (a specialization: `noalias`). A tensor the
     kernel never writes then stays unchanged while it runs, and may be read through the
@@ -141,10 +150,12 @@ class FastLaunch:
                     key += [f"{n} == 1", f"not {n} & 15", f"-2147483648 <= {n} <= 2147483647",
                             f"-9223372036854775808 <= {n} <= 9223372036854775807"]
                 flat.append(n)
+        for j, n in enumerate(tensors):  # (`wide`: from the storage's bytes, read once)
+            reads += [f"{pre}s{j} = {n}.untyped_storage()", f"{pre}b{j} = {pre}s{j}.nbytes()"]
+            key.append(f"{pre}max({n}.nbytes, {pre}b{j}) >> 31")
         if len(tensors) > 1:  # `disjoint` written out pairwise: no call, no sort on every launch
             for j, n in enumerate(tensors):
-                reads += [f"{pre}s{j} = {n}.untyped_storage()", f"{pre}a{j} = {pre}s{j}.data_ptr()",
-                          f"{pre}e{j} = {pre}a{j} + {pre}s{j}.nbytes()"]
+                reads += [f"{pre}a{j} = {pre}s{j}.data_ptr()", f"{pre}e{j} = {pre}a{j} + {pre}b{j}"]
             pairs = [f"not {pre}a{i} or not {pre}a{j} or {pre}e{i} <= {pre}a{j} or {pre}e{j} <= {pre}a{i}"
                      for j in range(len(tensors)) for i in range(j)]
             key.append(" and ".join(f"({p})" for p in pairs))
@@ -186,7 +197,7 @@ class FastLaunch:
         filename = f"<tile binder {self.name}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
-                     f"{pre}miss": self._miss,
+                     f"{pre}miss": self._miss, f"{pre}max": max,
                      f"{pre}captured": self.captured_values, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError,
                      f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
