@@ -156,6 +156,8 @@ class Kernel(FastLaunch):
                                       f"tuple), got a {type(v).__name__}") from None
                 sig.append((p.name, "constexpr", v))
             elif is_tensor(v):
+                if str(v.layout) != "torch.strided":  # sparse, mkldnn: no data pointer and strides to pass
+                    raise LaunchError(f"argument '{p.name}' is a {v.layout} tensor; kernels take strided (dense) tensors")
                 dt = dtypes.from_torch(v.dtype)
                 if dt is None:
                     raise LaunchError(f"argument '{p.name}': dtype {v.dtype} is not supported (use float32, float16, bfloat16, int32, ...)")
@@ -209,19 +211,19 @@ class Kernel(FastLaunch):
         """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
         key = [len(args), env]
         for is_const, v in zip(self._is_const, args):
-            key.append(("=", v) if is_const else _spec_of(v))
+            key.append(_exact(v) if is_const else _spec_of(v))
         for k in sorted(kwargs):
             v = kwargs[k]
-            key.append((k, ("=", v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
+            key.append((k, _exact(v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
         key.append(disjoint(*[v for v in (*args, *kwargs.values()) if is_tensor(v)]))
         return tuple(key)
 
     def run(self, grid, args, kwargs):
         env = read_env()
-        fast = self._fast_key(env, args, kwargs)
         try:
+            fast = self._fast_key(env, args, kwargs)
             launch = self._fast.get(fast)
-        except TypeError:  # an unhashable constexpr: `signature` says which
+        except (TypeError, RuntimeError):  # an unhashable constexpr, a sparse tensor: `signature` says which
             launch = fast = None
         miss = launch is None
         if miss:
@@ -247,13 +249,22 @@ class Kernel(FastLaunch):
 
 
 
+def _exact(v):
+    """A constexpr or option by type and value: 2 == 2.0 == True as keys, but they compile
+    (or are checked) differently."""
+    return ("=", type(v), v)
+
+
 def _spec_of(v):
+    """What the specialization and the once-per-key checks read of a run-time argument, as
+    the binder's key does: the device, not `is_cuda` (a meta tensor after a CPU one reached
+    the kernel as a null pointer), and the int64 range (past it, a miss raises)."""
     if hasattr(v, "data_ptr"):
-        return (v.dtype, v.dim(), v.is_cuda, v.data_ptr() % 16 == 0)
+        return (v.dtype, v.dim(), v.device, v.data_ptr() % 16 == 0)
     if isinstance(v, bool):
         return bool
     if isinstance(v, int):
-        return (int, v == 1, v % 16 == 0, -(2**31) <= v < 2**31)
+        return (int, v == 1, v % 16 == 0, -(2**31) <= v < 2**31, -(2**63) <= v < 2**63)
     return type(v)
 
 

@@ -148,7 +148,7 @@ class FastLaunch:
             pairs = [f"not {pre}a{i} or not {pre}a{j} or {pre}e{i} <= {pre}a{j} or {pre}e{j} <= {pre}a{i}"
                      for j in range(len(tensors)) for i in range(j)]
             key.append(" and ".join(f"({p})" for p in pairs))
-        key += ["num_warps", "num_stages"]
+        key += ["num_warps.__class__", "num_warps", "num_stages.__class__", "num_stages"]  # 4.0 == 4, True == 1
         grid = [f"{pre}g{d}" for d in "xyz"]
         params_tuple = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
         again = f"{', '.join(grid)}, {pre}gf, {params_tuple}"
@@ -167,7 +167,7 @@ class FastLaunch:
             *[f"        {r}" for r in reads],
             f"        {pre}k = ({', '.join(key)},)",
             f"        {pre}l = {pre}bound.get({pre}k)",
-            f"    except ({pre}AttributeError, {pre}TypeError):  # (not a tensor; an unhashable constexpr)",
+            f"    except ({pre}AttributeError, {pre}TypeError, {pre}RuntimeError):  # (not a tensor; an unhashable constexpr; a sparse tensor)",
             "        __tracebackhide__ = True",
             f"        return {slow}",
             f"    if {pre}l is None:",
@@ -184,7 +184,7 @@ class FastLaunch:
         filename = f"<tile binder {self.name}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
-                     f"{pre}miss": self._miss, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError,
+                     f"{pre}miss": self._miss, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError, f"{pre}RuntimeError": RuntimeError,
                      f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
         binder = namespace[f"{pre}binder"]

@@ -1,0 +1,57 @@
+"""Fuzzing the runtime and the tooling around the compiler: launch-time validation, the
+disk cache, autotune and tile-opt. Each test is an input that answered wrong, crashed or
+escaped as a non-tile error, and now runs right or raises a `tile.TileError`."""
+
+import pytest
+import torch
+
+import tile
+
+
+@tile.kernel
+def scaled_arange_kernel(out, C: tile.constexpr):
+    o = tile.arange(0, 4)
+    tile.store(out + o, (o * C).to(tile.float32))
+
+
+@pytest.mark.parametrize("grid", [(1,), [1]])  # the binder, and the general path a list grid takes
+def test_equal_constexprs_of_other_types(grid):
+    """The general path keyed constexprs and options by value alone: C=2**30 after C=2.0**30
+    reused the float build (no int32 wrap), and num_warps=4.0 or True after 4 or 1 skipped
+    the option check (on the binder's path too)."""
+    scaled_arange_kernel._fast.clear()
+    a, b = torch.zeros(4), torch.zeros(4)
+    scaled_arange_kernel[grid](a, C=2.0**30)
+    scaled_arange_kernel[grid](b, C=2**30)
+    assert a.tolist() == [0.0, 2.0**30, 2.0**31, 3 * 2.0**30]
+    assert b.tolist() == [0.0, 2.0**30, -(2.0**31), -(2.0**30)]  # int32 wraps
+    for good, bad in ((4, 4.0), (1, True)):
+        scaled_arange_kernel[grid](a, C=1, num_warps=good)
+        with pytest.raises(tile.LaunchError, match="num_warps must be"):
+            scaled_arange_kernel[grid](a, C=1, num_warps=bad)
+
+
+@tile.kernel
+def fill_kernel(out, n, BLOCK: tile.constexpr):
+    tile.store(out + tile.arange(0, BLOCK), tile.full((BLOCK,), n, tile.int64))
+
+
+def test_general_path_keys_device_and_int64_range():
+    """The general path (a list grid) keyed a tensor by `is_cuda`: a meta tensor after a CPU
+    launch reached the kernel as a null pointer (a segfault); and an int past int64 after
+    2**40 took 2**40's launch, wrapped."""
+    out = torch.zeros(4, dtype=torch.int64)
+    fill_kernel[[1]](out, 2**40, BLOCK=4)
+    with pytest.raises(tile.LaunchError, match="argument 'out' is on meta"):
+        fill_kernel[[1]](torch.zeros(4, dtype=torch.int64, device="meta"), 2**40, BLOCK=4)
+    with pytest.raises(tile.LaunchError, match="which does not fit in 64 bits"):
+        fill_kernel[[1]](out, 2**64 + 2**40, BLOCK=4)
+    assert out.tolist() == [2**40] * 4
+
+
+@pytest.mark.parametrize("grid", [(1,), [1]])
+def test_sparse_tensor_argument(grid):
+    """A sparse or mkldnn tensor escaped as torch's RuntimeError (no data pointer)."""
+    out = torch.zeros(4, dtype=torch.int64)
+    with pytest.raises(tile.LaunchError, match="argument 'out' is a torch.sparse_coo tensor"):
+        fill_kernel[grid](out.to_sparse(), 3, BLOCK=4)
