@@ -55,3 +55,46 @@ def test_sparse_tensor_argument(grid):
     out = torch.zeros(4, dtype=torch.int64)
     with pytest.raises(tile.LaunchError, match="argument 'out' is a torch.sparse_coo tensor"):
         fill_kernel[grid](out.to_sparse(), 3, BLOCK=4)
+
+
+def _forget(kernel):
+    """Drop a kernel's in-memory launchers, so that its next launch reads the disk cache."""
+    kernel._launchers.clear()
+    kernel._fast.clear()
+    kernel._bound.clear()
+
+
+@pytest.mark.parametrize("damage", ["truncated metadata", "other artifact", "no artifact"])
+def test_damaged_cache_entry_is_rebuilt(damage, monkeypatch, tmp_path):
+    """A truncated metadata.json escaped as JSONDecodeError, a damaged kernel.mlir as an
+    MLIRError, and the entry stayed damaged: it is now rebuilt and replaced."""
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    _forget(fill_kernel)
+    out = torch.zeros(4, dtype=torch.int64)
+    fill_kernel[[1]](out, 5, BLOCK=4)
+    (entry,) = tmp_path.iterdir()
+    good = (entry / "kernel.mlir").read_bytes()
+    if damage == "truncated metadata":
+        (entry / "metadata.json").write_text((entry / "metadata.json").read_text()[:40])
+    elif damage == "other artifact":
+        (entry / "kernel.mlir").write_text("garbage")
+    else:
+        (entry / "kernel.mlir").unlink()
+    _forget(fill_kernel)
+    fill_kernel[[1]](out, 7, BLOCK=4)
+    assert out.tolist() == [7] * 4 and (entry / "kernel.mlir").read_bytes() == good
+
+
+def test_unwritable_cache_dir(monkeypatch, tmp_path):
+    """A cache dir that cannot be written (here a file in its place; read-only for a user)
+    failed the launch with FileExistsError after compiling: the kernel now runs, with a warning."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("TILE_CACHE_DIR", str(blocker))
+    _forget(fill_kernel)
+    out = torch.zeros(4, dtype=torch.int64)
+    with pytest.warns(UserWarning, match="cannot write the cache entry"):
+        launcher = fill_kernel.compile(out, 9, BLOCK=4)
+    assert "llvm" in launcher.asm
+    fill_kernel[[1]](out, 9, BLOCK=4)
+    assert out.tolist() == [9] * 4
