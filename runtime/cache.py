@@ -2,7 +2,7 @@
 
 The key hashes everything the output depends on: the compiler's own sources,
 the kernel's source and the sources of the `@tile.func` helpers it can reach,
-the specialization, the options, the target and the pinned toolchain. An
+the values of the global constants they name, the specialization, the options, the target and the pinned toolchain. An
 entry is a folder holding `metadata.json`, the final artifact
 (`kernel.cubin`, or `kernel.mlir` for the CPU) and every stage's text.
 
@@ -48,18 +48,44 @@ def compiler_digest() -> str:
     return _compiler_digest
 
 
-def _helpers_reachable(fn) -> list:
-    """@tile.func helpers named in fn's source, transitively, in a stable order."""
+_NAME_CHAIN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_CONSTANT_TYPES = (int, float, complex, bool, str, bytes, type(None))
+
+
+def _is_constant(v) -> bool:
+    """A value the frontend folds into the kernel, with a repr that is its value."""
+    if isinstance(v, (tuple, list, frozenset)):
+        return all(_is_constant(x) for x in v)
+    return isinstance(v, _CONSTANT_TYPES) or type(v).__name__ == "dtype"  # tile's and torch's
+
+
+def _dependencies(fn) -> list[str]:
+    """What a build reads besides the kernel's source, in a stable order: the source of every
+    @tile.func helper it can reach, by name or through a module (`helpers.f`), and the value
+    of every global constant its functions name (`SCALE`, `cfg.BLOCK`), which the frontend
+    folds in: a change to either must change the key (both once reused a stale entry)."""
     seen, todo, out = set(), [fn], []
     while todo:
         f = todo.pop()
-        src = inspect.getsource(f)
-        for name in sorted(set(re.findall(r"[A-Za-z_]\w*", src))):
-            h = f.__globals__.get(name)
-            if getattr(h, "tile_helper", None) is not None and id(h) not in seen:
-                seen.add(id(h))
-                out.append(h)
-                todo.append(h.fn)
+        for chain in sorted(set(_NAME_CHAIN.findall(inspect.getsource(f)))):
+            names = chain.split(".")
+            if names[0] not in f.__globals__:
+                continue
+            obj = f.__globals__[names[0]]
+            for i in range(len(names)):
+                if i:
+                    if not inspect.ismodule(obj) and not inspect.isclass(obj):
+                        break
+                    obj = getattr(obj, names[i], None)
+                if getattr(obj, "tile_helper", None) is not None:
+                    if id(obj) not in seen:
+                        seen.add(id(obj))
+                        out.append(inspect.getsource(obj.fn))
+                        todo.append(obj.fn)
+                    break
+                if _is_constant(obj):
+                    out.append(f"{'.'.join(names[: i + 1])}={obj!r}")
+                    break
     return out
 
 
@@ -74,7 +100,7 @@ def key_for(kernel, signature, target: str, options: dict) -> str:
                                "interactive prompt?): tile compiles a kernel from its source file") from None
     parts = [
         compiler_digest(), TOOLCHAIN, source,
-        *[inspect.getsource(x.fn) for x in _helpers_reachable(kernel.fn)],
+        *_dependencies(kernel.fn),
         repr([(n, k, repr(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
     ]
     for p in parts:

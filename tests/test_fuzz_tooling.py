@@ -98,3 +98,38 @@ def test_unwritable_cache_dir(monkeypatch, tmp_path):
     assert "llvm" in launcher.asm
     fill_kernel[[1]](out, 9, BLOCK=4)
     assert out.tolist() == [9] * 4
+
+
+SCALE = 2.0
+helpers = None  # a module of @tile.func helpers, written by the test
+
+
+@tile.kernel
+def global_scale_kernel(out, B: tile.constexpr):
+    tile.store(out + tile.arange(0, B), helpers.bump(tile.full((B,), 1.0, tile.float32)) * SCALE)
+
+
+def test_cache_key_has_global_constants_and_module_helpers(monkeypatch, tmp_path):
+    """The disk cache's key hashed the kernel's source and helpers named directly: a changed
+    global constant, or a helper reached through a module (`helpers.bump`), reused the
+    stale entry (in another process; here, once the in-memory launchers are dropped)."""
+    import importlib
+    import sys
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = "import tile\n\n@tile.func\ndef bump(v):\n    return v + {}\n"
+    (tmp_path / "fuzz_tooling_helpers.py").write_text(source.format("1.0"))
+    monkeypatch.setattr(sys.modules[__name__], "helpers", importlib.import_module("fuzz_tooling_helpers"))
+    out = torch.zeros(4)
+    results = []
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # no .pyc of the old source, same size, same second
+    for scale, bump in ((2.0, "1.0"), (3.0, "1.0"), (3.0, "25.0")):
+        monkeypatch.setattr(sys.modules[__name__], "SCALE", scale)
+        (tmp_path / "fuzz_tooling_helpers.py").write_text(source.format(bump))
+        importlib.reload(helpers)
+        _forget(global_scale_kernel)
+        global_scale_kernel[(1,)](out, B=4)
+        results.append(out[0].item())
+    monkeypatch.delitem(sys.modules, "fuzz_tooling_helpers")
+    assert results == [4.0, 6.0, 78.0]
