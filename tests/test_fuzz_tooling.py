@@ -133,3 +133,43 @@ def test_cache_key_has_global_constants_and_module_helpers(monkeypatch, tmp_path
         results.append(out[0].item())
     monkeypatch.delitem(sys.modules, "fuzz_tooling_helpers")
     assert results == [4.0, 6.0, 78.0]
+
+
+@tile.kernel
+def double_kernel(x, out, n, BLOCK: tile.constexpr):
+    o = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    tile.store(out + o, tile.load(x + o, mask=o < n) * 2.0, mask=o < n)
+
+
+def _tuner():
+    configs = [tile.Config(BLOCK=64), tile.Config(BLOCK=128)]
+    return tile.autotune(configs, key=["n"], rep=1, warmup=1, workers=1)(double_kernel)
+
+
+def _blocks(meta):
+    return (tile.cdiv(meta["n"], meta["BLOCK"]),)
+
+
+def test_autotune_ahead_of_time_saves_no_choice(gpu_target, monkeypatch, tmp_path):
+    """An ahead-of-time build (TILE_COMPILE_ONLY) timed launches that run nothing and saved
+    the 'winner' on disk, where the GPU host then took it without searching."""
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    gpu_target()
+    x = torch.empty(1000, device="meta")
+    _tuner()[_blocks](x, torch.empty(1000, device="meta"), 1000)
+    assert not (tmp_path / "autotune").exists()
+    assert len(list(tmp_path.iterdir())) == 2  # both configs compiled
+
+
+@pytest.mark.parametrize("record", ["[1]", '{"n=100;target=cpu": "x"}', '{"n=100;target=cpu": {"config": "1"}}'])
+def test_autotune_damaged_record(record, monkeypatch, tmp_path):
+    """A record file of the wrong shape escaped as AttributeError or TypeError: it is now
+    no record, and the search runs again."""
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    path = _tuner()._record_path()
+    (tmp_path / "autotune").mkdir()
+    with open(path, "w") as f:
+        f.write(record)
+    x, out = torch.rand(100), torch.zeros(100)
+    _tuner()[_blocks](x, out, 100)
+    assert torch.equal(out, 2 * x)
