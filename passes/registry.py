@@ -67,13 +67,30 @@ def parse_options(cls, text: str):
     fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     kwargs = {}
     for item in text.split():
-        key, _, value = item.partition("=")
+        key, eq, value = item.partition("=")
         field = fields.get(key.replace("-", "_"))
         if field is None:
             raise TileError(f"pass '{cls.pass_name}' has no option '{key}'")
         ftype = field.type if isinstance(field.type, type) else {"int": int, "bool": bool, "str": str, "float": float}[field.type]
-        kwargs[field.name] = value.lower() in ("1", "true") if ftype is bool else ftype(value)
+        kwargs[field.name] = _option_value(cls.pass_name, key, ftype, value if eq else None)
     return cls(**kwargs)
+
+
+def _option_value(pass_name: str, key: str, ftype: type, value: str | None):
+    """An option's typed value, as mlir-opt reads it: a bare bool option is true; anything
+    that is not of the option's type is an error (`tma=yes` was silently false)."""
+    if ftype is bool:
+        words = {None: True, "1": True, "true": True, "0": False, "false": False}
+        choice = words.get(value if value is None else value.lower())
+        if choice is not None:
+            return choice
+    elif value is not None:
+        try:
+            return ftype(value)
+        except ValueError:
+            pass
+    raise TileError(f"pass '{pass_name}' option '{key}' takes {'a' if ftype is bool else 'an'} {ftype.__name__}, "
+                    f"got {'nothing' if value is None else repr(value)}")
 
 
 def instantiate(element: str):

@@ -173,3 +173,17 @@ def test_autotune_damaged_record(record, monkeypatch, tmp_path):
     x, out = torch.rand(100), torch.zeros(100)
     _tuner()[_blocks](x, out, 100)
     assert torch.equal(out, 2 * x)
+
+
+def test_pass_option_values():
+    """tile-opt read `tile-pipeline{tma}` and `{tma=yes}` as tma=false, silently, and
+    `{num-stages=abc}` escaped as int()'s ValueError."""
+    from tile.passes.registry import instantiate
+
+    assert instantiate("tile-pipeline{tma}").tma is True
+    assert instantiate("tile-pipeline{tma=TRUE num-stages=3}").num_stages == 3
+    for bad, message in (("tma=yes", "option 'tma' takes a bool, got 'yes'"),
+                         ("num-stages=abc", "option 'num-stages' takes an int, got 'abc'"),
+                         ("num-stages", "option 'num-stages' takes an int, got nothing")):
+        with pytest.raises(tile.TileError, match=message):
+            instantiate(f"tile-pipeline{{{bad}}}")
