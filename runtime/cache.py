@@ -176,26 +176,31 @@ def _has_dumps(path: str) -> bool:
 
 
 def _copy_dumps(path: str, kernel_name: str, key: str):
-    dump = os.environ.get("TILE_DUMP_IR")
-    if not dump:
-        return
-    dest = os.path.join(dump, f"{kernel_name}-{key[:8]}")
-    os.makedirs(dest, exist_ok=True)
-    for n in sorted(os.listdir(path)):
-        if re.match(r"\d\d-", n):
-            shutil.copyfile(os.path.join(path, n), os.path.join(dest, n))
+    """A hit's dumps, kept in its entry, into TILE_DUMP_IR."""
+    if os.environ.get("TILE_DUMP_IR"):
+        names = [n for n in sorted(os.listdir(path)) if re.match(r"\d\d-", n)]
+        _write_dumps([(n, _read_bytes(os.path.join(path, n))) for n in names], kernel_name, key)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _write_dumps(dumps, kernel_name: str, key: str):
-    """A build's passes, or those that ran before it failed, into TILE_DUMP_IR."""
+    """A build's passes, or those that ran before it failed, into TILE_DUMP_IR. A folder that
+    cannot be written (a file in the way) only warns: the launch goes on without its dumps."""
     dump = os.environ.get("TILE_DUMP_IR")
     if not dump or not dumps:
         return
     dest = os.path.join(dump, f"{kernel_name}-{key[:8]}")
-    os.makedirs(dest, exist_ok=True)
-    for fname, content in dumps:
-        with open(os.path.join(dest, fname), "wb" if isinstance(content, bytes) else "w") as f:
-            f.write(content)
+    try:
+        os.makedirs(dest, exist_ok=True)
+        for fname, content in dumps:
+            with open(os.path.join(dest, fname), "wb" if isinstance(content, bytes) else "w") as f:
+                f.write(content)
+    except OSError as e:
+        warnings.warn(f"tile: cannot write the IR dumps to {dest} (TILE_DUMP_IR): {e}", stacklevel=2)
 
 
 def read_stages(path: str) -> dict:

@@ -187,3 +187,14 @@ def test_pass_option_values():
                          ("num-stages", "option 'num-stages' takes an int, got nothing")):
         with pytest.raises(tile.TileError, match=message):
             instantiate(f"tile-pipeline{{{bad}}}")
+
+
+def test_unwritable_dump_dir(monkeypatch, tmp_path):
+    """TILE_DUMP_IR naming a file failed the launch with NotADirectoryError: it now warns."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("TILE_DUMP_IR", str(blocker))
+    out = torch.zeros(4, dtype=torch.int64)
+    with pytest.warns(UserWarning, match="cannot write the IR dumps"):
+        fill_kernel[[1]](out, 6, BLOCK=4)
+    assert out.tolist() == [6] * 4
