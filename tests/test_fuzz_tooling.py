@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import tile
+from test_launch_path import driver  # noqa: F401  (the fake CUDA driver)
 
 
 @tile.kernel
@@ -198,3 +199,18 @@ def test_unwritable_dump_dir(monkeypatch, tmp_path):
     with pytest.warns(UserWarning, match="cannot write the IR dumps"):
         fill_kernel[[1]](out, 6, BLOCK=4)
     assert out.tolist() == [6] * 4
+
+
+@pytest.mark.parametrize("grid", [(1, 65536), (2, 1, 70000)])
+def test_gpu_grid_past_the_y_and_z_limit(driver, grid):  # noqa: F811
+    """A grid with y or z past 65535 passed the launch's checks (below 2**31) and failed in
+    cuLaunchKernel as a CudaError saying only 'invalid argument', on either path."""
+    record = driver._record
+    driver._record = lambda *a: 1 if a[3] > 65535 or a[4] > 65535 else record(*a)  # as the driver answers
+    x = torch.zeros(4, dtype=torch.int64)
+    fill = tile.kernel(fill_kernel.fn)  # its launch functions bound to this test's driver
+    for launch in (fill[grid], fill._generic(grid)):
+        with pytest.raises(tile.LaunchError, match=r"second and third dims must be at most 65535"):
+            launch(x, 3, BLOCK=4)
+    fill[(1, 65535)](x, 3, BLOCK=4)
+    assert driver.launches[-1]["grid"] == (1, 65535, 1)
