@@ -112,6 +112,9 @@ def _callable(instance):
             loc = getattr(e, "location", None) or op.location
             loc.emit_error(str(e))
             pass_.signal_pass_failure()
+        except Exception as e:  # a bug in the pass, or IR it does not expect: raised as itself, saying where
+            e.add_note(f"in pass '{instance.pass_name}'")
+            raise
 
     return run
 

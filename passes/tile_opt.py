@@ -25,6 +25,7 @@ import sys
 from mlir import ir
 
 from ..dialects import irdl_source, make_context
+from ..frontend.errors import TileError
 from .registry import load_all, pass_manager, pipeline_elements
 
 SPLIT_MARKER = re.compile(r"^//\s*-----\s*$")
@@ -139,6 +140,12 @@ def process(text: str, args, name: str, offset: int) -> tuple[str | None, list[D
             _diags(d, collected)
         if not collected:
             collected.append(Diag("error", None, 0, str(e)))
+        return None, collected
+    except TileError:
+        raise  # the pipeline's own (an unknown option): the same for every chunk
+    except Exception as e:  # a Python pass failed on this chunk: its error; the other chunks still run
+        where = " ".join(getattr(e, "__notes__", ()))
+        collected.append(Diag("error", None, 0, f"internal error {where}: {type(e).__name__}: {e}"))
         return None, collected
     finally:
         handle.detach()

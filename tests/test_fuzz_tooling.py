@@ -214,3 +214,18 @@ def test_gpu_grid_past_the_y_and_z_limit(driver, grid):  # noqa: F811
             launch(x, 3, BLOCK=4)
     fill[(1, 65535)](x, 3, BLOCK=4)
     assert driver.launches[-1]["grid"] == (1, 65535, 1)
+
+
+def test_tile_opt_python_error_in_one_chunk(tmp_path, capsys):
+    """A Python error in a pass on one chunk of --split-input-file (tile-assign-layouts on a
+    function declaration) ended tile-opt: the other chunks' output was lost, and the message
+    named neither the pass nor the file. It is now that chunk's error."""
+    from tile.passes.tile_opt import main
+
+    ok = "func.func @f(%t: tensor<64xf32>) -> tensor<64xf32> {\n  return %t : tensor<64xf32>\n}\n"
+    path = tmp_path / "in.mlir"
+    path.write_text(f"{ok}// -----\nfunc.func private @sink(tensor<64xf32>)\n// -----\n{ok}")
+    assert main([str(path), "--split-input-file", "-p", "builtin.module(tile-assign-layouts)"]) == 1
+    out, err = capsys.readouterr()
+    assert out.count("func.func @f") == 2
+    assert f"{path}: error: internal error in pass 'tile-assign-layouts': IndexError" in err
