@@ -229,3 +229,17 @@ def test_tile_opt_python_error_in_one_chunk(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.count("func.func @f") == 2
     assert f"{path}: error: internal error in pass 'tile-assign-layouts': IndexError" in err
+
+
+def test_restarted_stage_with_other_num_warps(gpu_target):
+    """A tile-opt stage laid out for 8 warps, restarted from its text at the default 4
+    (`compile_file` of a dump), compiled into a 128-thread kernel whose other warps' elements
+    were never computed; the layouts' warps are now checked against num_warps."""
+    import vector_add
+    from tile.codegen.compiler import run_stages
+
+    gpu_target()
+    x = torch.empty(4096, device="meta")
+    text = vector_add.add_kernel.compile(x, x, x, 4096, BLOCK=1024, num_warps=8).asm["tile-opt"]
+    with pytest.raises(tile.CompilationError, match=r"spreads a tile over 8 warps, but the kernel has 4"):
+        run_stages(text, "sm_90a", {"num_warps": 4, "num_stages": 2}, "tile-opt", "add_kernel", keep_dumps=False)
