@@ -195,9 +195,18 @@ class FastLaunch:
         self._grids.clear()  # the cached partials call _unbound
 
 def read_env() -> tuple:
-    """TILE_TARGET, TILE_DUMP_IR and TILE_COMPILE_ONLY, read on every launch (tests change them)."""
+    """TILE_TARGET, TILE_DUMP_IR and whether TILE_COMPILE_ONLY is on, read on every launch
+    (tests change them)."""
     get = env_get()
-    return (get(b"TILE_TARGET"), get(b"TILE_DUMP_IR"), get(b"TILE_COMPILE_ONLY"))
+    return (get(b"TILE_TARGET"), get(b"TILE_DUMP_IR"), flag_on(get(b"TILE_COMPILE_ONLY")))
+
+
+def flag_on(value) -> bool:
+    """An on/off environment variable: unset, empty, 0, false, no and off are off (TILE_COMPILE_ONLY=0
+    was on, and every launch silently ran nothing)."""
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def env_get():

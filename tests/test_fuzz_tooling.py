@@ -243,3 +243,13 @@ def test_restarted_stage_with_other_num_warps(gpu_target):
     text = vector_add.add_kernel.compile(x, x, x, 4096, BLOCK=1024, num_warps=8).asm["tile-opt"]
     with pytest.raises(tile.CompilationError, match=r"spreads a tile over 8 warps, but the kernel has 4"):
         run_stages(text, "sm_90a", {"num_warps": 4, "num_stages": 2}, "tile-opt", "add_kernel", keep_dumps=False)
+
+
+@pytest.mark.parametrize("value, runs", [("0", True), ("", True), ("false", True), ("1", False)])
+def test_compile_only_flag_values(value, runs, monkeypatch):
+    """TILE_COMPILE_ONLY=0 was on: every launch compiled and silently ran nothing."""
+    monkeypatch.setenv("TILE_COMPILE_ONLY", value)
+    for grid in ((1,), [1]):
+        out = torch.zeros(4, dtype=torch.int64)
+        fill_kernel[grid](out, 8, BLOCK=4)
+        assert out.tolist() == ([8] * 4 if runs else [0] * 4)
