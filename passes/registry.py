@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import re
 
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -133,7 +134,14 @@ def pass_manager(pipeline: str | list[str], ctx: ir.Context | None = None) -> Pa
     for element in elements:
         instance = instantiate(element)
         if instance is None:
-            pm.add(element)
+            try:
+                pm.add(element)
+            except ValueError:
+                nested = [n for n in re.findall(r"[\w.-]+", element) if n in PASSES]
+                if nested:  # MLIR's parser knows no Python pass: it said '<name>' is not registered
+                    raise TileError(f"tile pass '{nested[0]}' nested in '{element}': tile passes run on the whole "
+                                    f"module, at the top level of builtin.module(...)") from None
+                raise
         else:
             pm.add(_callable(instance), name=instance.pass_name, argument=instance.pass_name)
     return pm

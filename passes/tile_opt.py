@@ -25,7 +25,6 @@ import sys
 from mlir import ir
 
 from ..dialects import irdl_source, make_context
-from ..frontend.errors import TileError
 from .registry import load_all, pass_manager, pipeline_elements
 
 SPLIT_MARKER = re.compile(r"^//\s*-----\s*$")
@@ -141,11 +140,12 @@ def process(text: str, args, name: str, offset: int) -> tuple[str | None, list[D
         if not collected:
             collected.append(Diag("error", None, 0, str(e)))
         return None, collected
-    except TileError:
-        raise  # the pipeline's own (an unknown option): the same for every chunk
-    except Exception as e:  # a Python pass failed on this chunk: its error; the other chunks still run
-        where = " ".join(getattr(e, "__notes__", ()))
-        collected.append(Diag("error", None, 0, f"internal error {where}: {type(e).__name__}: {e}"))
+    except Exception as e:
+        notes = getattr(e, "__notes__", None)
+        if not notes:
+            raise  # the pipeline's own (an unknown pass or option): the same for every chunk
+        # A Python pass failed on this chunk (the registry noted which): its error; the other chunks still run.
+        collected.append(Diag("error", None, 0, f"internal error {' '.join(notes)}: {type(e).__name__}: {e}"))
         return None, collected
     finally:
         handle.detach()

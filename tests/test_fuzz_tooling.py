@@ -253,3 +253,18 @@ def test_compile_only_flag_values(value, runs, monkeypatch):
         out = torch.zeros(4, dtype=torch.int64)
         fill_kernel[grid](out, 8, BLOCK=4)
         assert out.tolist() == ([8] * 4 if runs else [0] * 4)
+
+
+@pytest.mark.parametrize("pipeline, message", [
+    ("builtin.module(func.func(canonicalize, tile-fuse))", "tile pass 'tile-fuse' nested in 'func.func(canonicalize, tile-fuse)'"),
+    ("builtin.module(func.func(nope))", "'nope' does not refer to a registered pass")])
+def test_tile_opt_pipeline_errors(pipeline, message, tmp_path, capsys):
+    """A tile pass nested in func.func(...) was 'not a registered pass' (MLIR's parser knows
+    only C++ passes); a pipeline's error is said once, not as each chunk's internal error."""
+    from tile.passes.tile_opt import main
+
+    path = tmp_path / "in.mlir"
+    path.write_text("module {}\n// -----\nmodule {}\n")
+    assert main([str(path), "--split-input-file", "-p", pipeline]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tile-opt: error: ") and message in err and "internal error" not in err
