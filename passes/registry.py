@@ -30,6 +30,11 @@ _PASS_PACKAGES = ("tile.passes", "tile.codegen")
 
 def register_pass(name: str):
     def wrap(cls):
+        known = PASSES.get(name)
+        # Another class of that name would win or lose by import order, silently (a reload is the same class).
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TileError(f"pass '{name}' is registered twice: by {known.__module__}.{known.__qualname__} and "
+                            f"{cls.__module__}.{cls.__qualname__}")
         cls.pass_name = name
         PASSES[name] = cls
         return cls

@@ -268,3 +268,19 @@ def test_tile_opt_pipeline_errors(pipeline, message, tmp_path, capsys):
     assert main([str(path), "--split-input-file", "-p", pipeline]) == 1
     err = capsys.readouterr().err
     assert err.startswith("tile-opt: error: ") and message in err and "internal error" not in err
+
+
+def test_pass_registered_twice():
+    """A user pass given a tile pass's name replaced it, or was dropped, by import order."""
+    from dataclasses import dataclass
+
+    from tile.passes.registry import PASSES, load_all, register_pass
+
+    load_all()
+    with pytest.raises(tile.TileError, match="pass 'tile-fuse' is registered twice: by tile.passes.tile_fuse.TileFuse"):
+        @register_pass("tile-fuse")
+        @dataclass
+        class MyFuse:
+            def run(self, module):
+                pass
+    assert PASSES["tile-fuse"].__module__ == "tile.passes.tile_fuse"
