@@ -25,7 +25,7 @@ from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError
 from ..frontend.language import constexpr
 from . import cache
-from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, is_tensor, normal_grid, read_env
+from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
@@ -236,7 +236,8 @@ class Kernel(FastLaunch):
         if miss:
             # Devices and strides are checked once per argument signature; the fast key pins them.
             launch.check([v for is_const, v in zip(self._is_const, values) if not is_const])
-            self._fast[fast] = launch
+            if not holds_nan(fast):
+                self._fast[fast] = launch
         if callable(grid):
             grid = grid({p.name: v for p, v in zip(self.params, values)})
         grid = normal_grid(grid)

@@ -91,7 +91,7 @@ class FastLaunch:
             runtime = [v for is_const, v in zip(self._is_const, values) if not is_const]
             launcher.check(runtime)
             fast = None
-            if _kinds_of(self, values) == self._kinds:
+            if _kinds_of(self, values) == self._kinds and not holds_nan(key):
                 make = getattr(launcher, "fast_launch", None)
                 fast = (make and make(self._kinds)) or _adapter(launcher, self._kinds, self._runtime_names)
                 self._bound[key] = fast
@@ -219,6 +219,12 @@ def env_get():
 
 
 _MISSING = object()  # the binder's default for an argument not passed
+
+
+def holds_nan(key: tuple) -> bool:
+    """A launch key holding a NaN (a fresh float("nan") constexpr) equals no later key: kept,
+    the launch caches grew by one entry a launch."""
+    return any(holds_nan(v) if type(v) is tuple else type(v) is float and v != v for v in key)
 
 
 def _kinds_of(kernel, values) -> tuple | None:

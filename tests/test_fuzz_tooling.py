@@ -284,3 +284,20 @@ def test_pass_registered_twice():
             def run(self, module):
                 pass
     assert PASSES["tile-fuse"].__module__ == "tile.passes.tile_fuse"
+
+
+@tile.kernel
+def pad_kernel(x, out, PAD: tile.constexpr):
+    o = tile.arange(0, 8)
+    tile.store(out + o, tile.load(x + o, mask=o < 4, other=PAD))
+
+
+@pytest.mark.parametrize("grid", [(1,), [1]])
+def test_nan_constexpr_keys_do_not_pile_up(grid):
+    """A NaN constexpr (float("nan") a launch) made a key that never equals the next one:
+    the launch caches grew by an entry every launch."""
+    x, out = torch.rand(8), torch.zeros(8)
+    for _ in range(3):
+        pad_kernel[grid](x, out, PAD=float("nan"))
+    assert len(pad_kernel._bound) == len(pad_kernel._fast) == 0
+    assert torch.equal(out[:4], x[:4]) and out[4:].isnan().all()
