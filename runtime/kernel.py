@@ -195,7 +195,8 @@ class Kernel(FastLaunch):
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
-        key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig),
+        # Constexprs by repr, as the disk key: B="4" after B=4 found its build (str() is "4" for both).
+        key = (target, tuple(sorted(options.items())), tuple((n, k, repr(d)) for n, k, d in sig),
                os.environ.get("TILE_DUMP_IR"))
         found = self._launchers.get(key)
         if found is None:

@@ -301,3 +301,12 @@ def test_nan_constexpr_keys_do_not_pile_up(grid):
         pad_kernel[grid](x, out, PAD=float("nan"))
     assert len(pad_kernel._bound) == len(pad_kernel._fast) == 0
     assert torch.equal(out[:4], x[:4]) and out[4:].isnan().all()
+
+
+def test_str_constexpr_after_an_int_one():
+    """The in-memory launchers keyed constexprs by str(): BLOCK="4" after BLOCK=4 reused
+    the int build instead of saying a str is no arange bound."""
+    out = torch.zeros(4, dtype=torch.int64)
+    fill_kernel[(1,)](out, 2, BLOCK=4)
+    with pytest.raises(tile.CompilationError, match="arange end must be a compile-time integer"):
+        fill_kernel[(1,)](out, 2, BLOCK="4")
