@@ -95,7 +95,10 @@ class Autotuner:
         return ";".join(parts) + f";target={self.kernel.target_for(list(bound.values()))}"
 
     def _record_path(self) -> str:
-        h = hashlib.sha256((inspect.getsource(self.kernel.fn) + repr(self.configs)).encode()).hexdigest()[:16]
+        # The compiler's digest too, as the kernel cache's key: a compiler change can make the saved
+        # winner stop compiling (a config past a new shared memory limit), and every launch then failed.
+        text = inspect.getsource(self.kernel.fn) + repr(self.configs) + cache.compiler_digest() + cache.TOOLCHAIN
+        h = hashlib.sha256(text.encode()).hexdigest()[:16]
         return os.path.join(cache.cache_dir(), "autotune", f"{self.kernel.name}-{h}.json")
 
     def _load_record(self) -> dict:

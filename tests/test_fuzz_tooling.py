@@ -310,3 +310,16 @@ def test_str_constexpr_after_an_int_one():
     fill_kernel[(1,)](out, 2, BLOCK=4)
     with pytest.raises(tile.CompilationError, match="arange end must be a compile-time integer"):
         fill_kernel[(1,)](out, 2, BLOCK="4")
+
+
+def test_autotune_record_follows_the_compiler(monkeypatch, tmp_path):
+    """The saved choice was keyed by the kernel's source and configs only: after a compiler
+    change that made the winner stop compiling, every launch failed on it, never re-tuning."""
+    from tile.runtime import cache
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    x, out = torch.rand(100), torch.zeros(100)
+    _tuner()[_blocks](x, out, 100)
+    monkeypatch.setattr(cache, "compiler_digest", lambda: "another compiler")
+    again = _tuner()
+    assert again._saved_choice("n=100;target=cpu") is None
