@@ -173,8 +173,9 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
         e.dumps = out.dumps  # what ran before the failure: TILE_DUMP_IR writes it all the same
         raise
     except Exception as e:  # a bug in a pass: still a TileError, saying where it happened
+        where = "".join(f"{note}; " for note in getattr(e, "__notes__", ()))  # the pass, from the registry
         err = CompilationError(f"internal compiler error compiling {name} for {target}: {type(e).__name__}: {e} "
-                               "(TILE_DUMP_IR=DIR writes the IR of every pass before it)")
+                               f"({where}TILE_DUMP_IR=DIR writes the IR of every pass before it)")
         err.dumps = out.dumps
         raise err from e
     finally:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 
-from ..dialects.layout import Blocked, Mma, Rows, Wgmma, encoding_of
+from ..dialects.layout import Blocked, Mma, Rows, Wgmma, encoding_of, layout_error
 from ..dialects.layout import element_bits as _bits
 from ..frontend.errors import TileError
 from ..passes.registry import register_pass
@@ -366,6 +366,9 @@ class ConvertTileToGpu:
 
     def convert(self, fn, gmod, spec):
         name = ir.StringAttr(fn.attributes["sym_name"]).value
+        for op in all_ops(fn):
+            for why in filter(None, (layout_error(encoding_of(r.type), self.num_warps) for r in op.results)):
+                raise TileError(f"kernel {name}: {op.name}'s {why}")
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         with ir.InsertionPoint(gmod.regions[0].blocks[0]), fn.location:
             gfn = gpu.GPUFuncOp(ir.TypeAttr.get(ftype), sym_name=name, kernel=True,

@@ -21,6 +21,7 @@ Layout assignment (`tile-assign-layouts`) sets it; lowerings read it and never g
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 
@@ -273,3 +274,24 @@ def encoding_of(ty: ir.Type) -> "Blocked | Mma | Wgmma | Rows | None":
 def with_encoding(ty: ir.Type, layout) -> ir.Type:
     t = ir.RankedTensorType(ty)
     return ir.RankedTensorType.get(list(t.shape), t.element_type, layout.attr() if layout else None)
+
+
+def layout_error(layout, num_warps: int) -> str | None:
+    """Why a tile's layout does not fit a block of num_warps warps of 32 lanes, or None (fewer
+    lanes or warps hold copies). The distributed lowering trusts it: a tile-opt stage compiled
+    at 8 warps and restarted at 4 built a kernel whose missing warps' elements were never
+    computed."""
+    if isinstance(layout, Rows):
+        layout = layout.parent
+    if layout is None:
+        return None
+    lanes = math.prod(layout.threads_per_warp) if isinstance(layout, Blocked) else 32
+    if isinstance(layout, Blocked):
+        warps = math.prod(layout.warps_per_cta)
+    else:
+        warps = math.prod(layout.warps) if isinstance(layout, Mma) else 4 * math.prod(layout.warpgroups)
+    if 32 % lanes:
+        return f"{layout} puts {lanes} lanes in a warp, which has 32"
+    if num_warps % warps:
+        return f"{layout} spreads a tile over {warps} warps, but the kernel has {num_warps}"
+    return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import re
 
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -29,6 +30,11 @@ _PASS_PACKAGES = ("tile.passes", "tile.codegen")
 
 def register_pass(name: str):
     def wrap(cls):
+        known = PASSES.get(name)
+        # Another class of that name would win or lose by import order, silently (a reload is the same class).
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TileError(f"pass '{name}' is registered twice: by {known.__module__}.{known.__qualname__} and "
+                            f"{cls.__module__}.{cls.__qualname__}")
         cls.pass_name = name
         PASSES[name] = cls
         return cls
@@ -67,13 +73,30 @@ def parse_options(cls, text: str):
     fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     kwargs = {}
     for item in text.split():
-        key, _, value = item.partition("=")
+        key, eq, value = item.partition("=")
         field = fields.get(key.replace("-", "_"))
         if field is None:
             raise TileError(f"pass '{cls.pass_name}' has no option '{key}'")
         ftype = field.type if isinstance(field.type, type) else {"int": int, "bool": bool, "str": str, "float": float}[field.type]
-        kwargs[field.name] = value.lower() in ("1", "true") if ftype is bool else ftype(value)
+        kwargs[field.name] = _option_value(cls.pass_name, key, ftype, value if eq else None)
     return cls(**kwargs)
+
+
+def _option_value(pass_name: str, key: str, ftype: type, value: str | None):
+    """An option's typed value, as mlir-opt reads it: a bare bool option is true; anything
+    that is not of the option's type is an error (`tma=yes` was silently false)."""
+    if ftype is bool:
+        words = {None: True, "1": True, "true": True, "0": False, "false": False}
+        choice = words.get(value if value is None else value.lower())
+        if choice is not None:
+            return choice
+    elif value is not None:
+        try:
+            return ftype(value)
+        except ValueError:
+            pass
+    raise TileError(f"pass '{pass_name}' option '{key}' takes {'a' if ftype is bool else 'an'} {ftype.__name__}, "
+                    f"got {'nothing' if value is None else repr(value)}")
 
 
 def instantiate(element: str):
@@ -95,6 +118,9 @@ def _callable(instance):
             loc = getattr(e, "location", None) or op.location
             loc.emit_error(str(e))
             pass_.signal_pass_failure()
+        except Exception as e:  # a bug in the pass, or IR it does not expect: raised as itself, saying where
+            e.add_note(f"in pass '{instance.pass_name}'")
+            raise
 
     return run
 
@@ -113,7 +139,14 @@ def pass_manager(pipeline: str | list[str], ctx: ir.Context | None = None) -> Pa
     for element in elements:
         instance = instantiate(element)
         if instance is None:
-            pm.add(element)
+            try:
+                pm.add(element)
+            except ValueError:
+                nested = [n for n in re.findall(r"[\w.-]+", element) if n in PASSES]
+                if nested:  # MLIR's parser knows no Python pass: it said '<name>' is not registered
+                    raise TileError(f"tile pass '{nested[0]}' nested in '{element}': tile passes run on the whole "
+                                    f"module, at the top level of builtin.module(...)") from None
+                raise
         else:
             pm.add(_callable(instance), name=instance.pass_name, argument=instance.pass_name)
     return pm

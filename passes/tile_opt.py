@@ -140,6 +140,13 @@ def process(text: str, args, name: str, offset: int) -> tuple[str | None, list[D
         if not collected:
             collected.append(Diag("error", None, 0, str(e)))
         return None, collected
+    except Exception as e:
+        notes = getattr(e, "__notes__", None)
+        if not notes:
+            raise  # the pipeline's own (an unknown pass or option): the same for every chunk
+        # A Python pass failed on this chunk (the registry noted which): its error; the other chunks still run.
+        collected.append(Diag("error", None, 0, f"internal error {' '.join(notes)}: {type(e).__name__}: {e}"))
+        return None, collected
     finally:
         handle.detach()
 

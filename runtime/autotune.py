@@ -11,6 +11,8 @@ The first launch with a new key compiles every configuration in parallel
 processes (into the disk cache), times each on the real arguments (CUDA events
 on a GPU, the wall clock on the CPU), and keeps the winner in memory and on
 disk (`<TILE_CACHE_DIR>/autotune/`), so that later processes skip the search.
+An ahead-of-time build (`TILE_COMPILE_ONLY`) compiles every config and saves no
+choice: its launches run nothing to time.
 Like Triton's autotuner, the kernel runs several times on the caller's
 arguments while tuning: a kernel that updates its inputs in place sees that.
 """
@@ -25,9 +27,11 @@ import multiprocessing
 import os
 import statistics
 import time
+import warnings
 
 from ..frontend.errors import LaunchError, TileError
 from . import cache
+from .launch_binder import read_env
 
 
 class Config:
@@ -91,25 +95,39 @@ class Autotuner:
         return ";".join(parts) + f";target={self.kernel.target_for(list(bound.values()))}"
 
     def _record_path(self) -> str:
-        h = hashlib.sha256((inspect.getsource(self.kernel.fn) + repr(self.configs)).encode()).hexdigest()[:16]
+        # The compiler's digest too, as the kernel cache's key: a compiler change can make the saved
+        # winner stop compiling (a config past a new shared memory limit), and every launch then failed.
+        text = inspect.getsource(self.kernel.fn) + repr(self.configs) + cache.compiler_digest() + cache.TOOLCHAIN
+        h = hashlib.sha256(text.encode()).hexdigest()[:16]
         return os.path.join(cache.cache_dir(), "autotune", f"{self.kernel.name}-{h}.json")
 
     def _load_record(self) -> dict:
+        """The saved choices by key; a damaged file (not JSON, not a dict) is no record."""
         try:
             with open(self._record_path()) as f:
-                return json.load(f)
+                record = json.load(f)
         except (OSError, ValueError):
             return {}
+        return record if isinstance(record, dict) else {}
+
+    def _saved_choice(self, key: str) -> int | None:
+        """The config index saved for key, if the record holds a valid one (else tune again)."""
+        saved = self._load_record().get(key)
+        index = saved.get("config") if isinstance(saved, dict) else None
+        return index if type(index) is int and 0 <= index < len(self.configs) else None
 
     def _save(self, key: str, index: int):
         path = self._record_path()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         record = self._load_record()
         record[key] = {"config": index, "timings_ms": self.timings.get(key)}
         tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(record, f, indent=1)
-        os.replace(tmp, path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "w") as f:
+                json.dump(record, f, indent=1)
+            os.replace(tmp, path)
+        except OSError as e:  # a read-only cache: the choice still holds in this process
+            warnings.warn(f"tile: cannot save the autotune choice to {path} ({e})", stacklevel=2)
 
     # ---- tuning ------------------------------------------------------------------------
     def compile_all(self, args, kwargs) -> list[str | None]:
@@ -164,14 +182,16 @@ class Autotuner:
         key = self.key_of(args, kwargs)
         index = self.best.get(key)
         if index is None:
-            saved = self._load_record().get(key)
-            if saved is not None and 0 <= saved["config"] < len(self.configs):
-                index = saved["config"]
-            else:
+            index = self._saved_choice(key)
+            if index is None:
                 errors = self.compile_all(args, kwargs)
                 if all(errors):
                     raise TileError(f"no autotune config of {self.kernel.name} compiles: "
                                     + "; ".join(f"{c}: {e}" for c, e in zip(self.configs, errors)))
+                if read_env()[2]:
+                    # TILE_COMPILE_ONLY: every config is in the cache; launches that run nothing
+                    # time nothing, and a choice saved from them would stop the real search.
+                    return None
                 self.timings[key] = [float("inf") if err else self.time_config(grid, args, kwargs, c)
                                      for c, err in zip(self.configs, errors)]
                 index = min(range(len(self.configs)), key=self.timings[key].__getitem__)

@@ -2,9 +2,11 @@
 
 The key hashes everything the output depends on: the compiler's own sources,
 the kernel's source and the sources of the `@tile.func` helpers it can reach,
-the specialization, the options, the target and the pinned toolchain. An
-entry is a folder holding `metadata.json`, the final artifact
-(`kernel.cubin`, or `kernel.mlir` for the CPU) and every stage's text.
+the values of the global constants they name, the specialization, the options,
+the target and the pinned toolchain. An entry is a folder holding
+`metadata.json` (with the artifact's sha256: a damaged entry is rebuilt), the
+final artifact (`kernel.cubin`, or `kernel.mlir` for the CPU) and every
+stage's text.
 
 `TILE_CACHE_DIR` moves the cache (default `~/.cache/tile`); `TILE_DUMP_IR=DIR`
 also writes every pass and stage into DIR, on a hit too (a hit whose entry was
@@ -20,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 
 from ..frontend.errors import source_of
 from ..frontend.names import captured
@@ -70,37 +73,62 @@ def _artifact_name(target: str) -> str:
     return "kernel.mlir" if target == "cpu" else "kernel.cubin"
 
 
+def _digest(artifact: bytes) -> str:
+    return hashlib.sha256(artifact).hexdigest()
+
+
 def _read_entry(path: str, target: str):
-    meta_path = os.path.join(path, "metadata.json")
-    art_path = os.path.join(path, _artifact_name(target))
-    if not (os.path.exists(meta_path) and os.path.exists(art_path)):
+    """(metadata, artifact), or None when the entry is absent or damaged (a truncated or
+    overwritten file: the metadata records the artifact's digest), so that it is rebuilt."""
+    try:
+        with open(os.path.join(path, "metadata.json")) as f:
+            meta = json.load(f)
+        with open(os.path.join(path, _artifact_name(target)), "rb") as f:
+            artifact = f.read()
+    except (OSError, ValueError):
         return None
-    with open(meta_path) as f:
-        meta = json.load(f)
-    with open(art_path, "rb") as f:
-        artifact = f.read()
+    if not isinstance(meta, dict) or meta.get("artifact_sha256") != _digest(artifact):
+        return None
     return meta, artifact
 
 
 def _write_entry(path: str, compiled, artifact: bytes):
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent)
-    with open(os.path.join(tmp, _artifact_name(compiled.target)), "wb") as f:
-        f.write(artifact)
-    for fname, content in compiled.dumps + compiled.stage_files():
-        with open(os.path.join(tmp, fname), "wb" if isinstance(content, bytes) else "w") as f:
-            f.write(content)
-    with open(os.path.join(tmp, "metadata.json"), "w") as f:
-        json.dump(compiled.metadata, f, indent=1)
+    """Write the entry whole into a temporary folder and rename it into place; a damaged
+    entry at `path` is replaced. A cache that cannot be written (read-only, a file in the
+    way) only warns: the kernel still runs, compiled again by the next process."""
     try:
-        os.replace(tmp, path) if not os.path.exists(path) else shutil.rmtree(tmp)
-    except OSError:  # another process won the race; its entry is as good
-        shutil.rmtree(tmp, ignore_errors=True)
-    if os.path.exists(path) and compiled.dumps and not _has_dumps(path):
-        for fname, content in compiled.dumps:
-            with open(os.path.join(path, fname), "wb" if isinstance(content, bytes) else "w") as f:
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=parent)
+        with open(os.path.join(tmp, _artifact_name(compiled.target)), "wb") as f:
+            f.write(artifact)
+        for fname, content in compiled.dumps + compiled.stage_files():
+            with open(os.path.join(tmp, fname), "wb" if isinstance(content, bytes) else "w") as f:
                 f.write(content)
+        with open(os.path.join(tmp, "metadata.json"), "w") as f:
+            json.dump({**compiled.metadata, "artifact_sha256": _digest(artifact)}, f, indent=1)
+        if os.path.exists(path) and _read_entry(path, compiled.target) is None:
+            _discard(path, parent)
+        try:
+            os.replace(tmp, path) if not os.path.exists(path) else shutil.rmtree(tmp)
+        except OSError:  # another process won the race; its entry is as good
+            shutil.rmtree(tmp, ignore_errors=True)
+        if os.path.exists(path) and compiled.dumps and not _has_dumps(path):
+            for fname, content in compiled.dumps:
+                with open(os.path.join(path, fname), "wb" if isinstance(content, bytes) else "w") as f:
+                    f.write(content)
+    except OSError as e:
+        warnings.warn(f"tile: cannot write the cache entry {path} ({e}); the kernel runs uncached", stacklevel=2)
+
+
+def _discard(path: str, parent: str):
+    """Move a damaged entry out of the way (atomically, as readers may be looking) and delete it."""
+    aside = tempfile.mkdtemp(dir=parent)
+    try:
+        os.replace(path, os.path.join(aside, "old"))
+    except OSError:  # another process moved it first
+        pass
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _has_dumps(path: str) -> bool:
@@ -108,26 +136,31 @@ def _has_dumps(path: str) -> bool:
 
 
 def _copy_dumps(path: str, kernel_name: str, key: str):
-    dump = os.environ.get("TILE_DUMP_IR")
-    if not dump:
-        return
-    dest = os.path.join(dump, f"{kernel_name}-{key[:8]}")
-    os.makedirs(dest, exist_ok=True)
-    for n in sorted(os.listdir(path)):
-        if re.match(r"\d\d-", n):
-            shutil.copyfile(os.path.join(path, n), os.path.join(dest, n))
+    """A hit's dumps, kept in its entry, into TILE_DUMP_IR."""
+    if os.environ.get("TILE_DUMP_IR"):
+        names = [n for n in sorted(os.listdir(path)) if re.match(r"\d\d-", n)]
+        _write_dumps([(n, _read_bytes(os.path.join(path, n))) for n in names], kernel_name, key)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _write_dumps(dumps, kernel_name: str, key: str):
-    """The passes that ran before a build failed, into TILE_DUMP_IR (never cached)."""
+    """A build's passes, or those that ran before it failed, into TILE_DUMP_IR. A folder that
+    cannot be written (a file in the way) only warns: the launch goes on without its dumps."""
     dump = os.environ.get("TILE_DUMP_IR")
     if not dump or not dumps:
         return
     dest = os.path.join(dump, f"{kernel_name}-{key[:8]}")
-    os.makedirs(dest, exist_ok=True)
-    for fname, content in dumps:
-        with open(os.path.join(dest, fname), "wb" if isinstance(content, bytes) else "w") as f:
-            f.write(content)
+    try:
+        os.makedirs(dest, exist_ok=True)
+        for fname, content in dumps:
+            with open(os.path.join(dest, fname), "wb" if isinstance(content, bytes) else "w") as f:
+                f.write(content)
+    except OSError as e:
+        warnings.warn(f"tile: cannot write the IR dumps to {dest} (TILE_DUMP_IR): {e}", stacklevel=2)
 
 
 def read_stages(path: str) -> dict:
@@ -174,8 +207,11 @@ def load_or_build(kernel, signature, target: str, options: dict):
             _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
             raise
         _write_entry(path, compiled, artifact)
-        entry = (compiled.metadata, artifact)
-    _copy_dumps(path, kernel.name, key)
+        _write_dumps(compiled.dumps, kernel.name, key)
+        entry, asm = (compiled.metadata, artifact), dict(compiled.stages)  # from memory: the write may have failed
+    else:
+        _copy_dumps(path, kernel.name, key)
+        asm = read_stages(path)
     meta, artifact = entry
     meta["cache_path"] = path
     if target == "cpu":
@@ -186,5 +222,5 @@ def load_or_build(kernel, signature, target: str, options: dict):
         from .cuda_launcher import CudaLauncher
 
         launcher = CudaLauncher(meta, artifact)
-    launcher.asm = read_stages(path)
+    launcher.asm = asm
     return launcher

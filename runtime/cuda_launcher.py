@@ -20,7 +20,7 @@ import linecache
 import re
 from collections import Counter
 
-from ..frontend.errors import DeviceUnavailableError
+from ..frontend.errors import DeviceUnavailableError, LaunchError
 from . import cuda_driver
 from .arguments import CTYPES, check_values
 from .tensor_maps import TensorMap
@@ -66,6 +66,8 @@ class CudaLauncher:
 
     def __call__(self, grid, values, names):
         fn = self._function or self.function()
+        if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
+            launch_failed(None, *grid)
         for arg, slots in self._plan:
             v = values[arg]
             if hasattr(v, "data_ptr"):
@@ -133,7 +135,7 @@ class CudaLauncher:
             "    _sv = _stream_arg(_st)",
             f"_r = _launch(_h, _gx, _gy, _gz, {bx}, {by}, {bz}, {self.shared_bytes}, _sv, _argv, None)",
             "if _r:",
-            "    _check(_r, 'cuLaunchKernel')",
+            "    _check(_r, _gx, _gy, _gz)",
         ]
         cells = ["_launch", "_h", "_argv", "_get_stream", "_get_device", "_streams", "_stream_arg", "_check"]
         cells += [f"_s{j}" for j in slots] + [f"_tma{j}" for j in maps]
@@ -147,10 +149,22 @@ class CudaLauncher:
         exec(compile(src, filename, "exec"), namespace)
         get_stream, get_device = _stream_getters()
         launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), ctypes.c_void_p(fn.handle), self._argv,
-                                    get_stream, get_device, _streams, _stream_arg, cuda_driver.check,
+                                    get_stream, get_device, _streams, _stream_arg, launch_failed,
                                     *[self._slots[j] for j in slots], *[self._maps[j] for j in maps])
         launch.source = src
         return launch
+
+
+MAX_GRID_YZ = 65535  # CUDA's limit on a grid's y and z (x: 2**31 - 1, which every grid keeps)
+
+
+def launch_failed(result, gx, gy, gz):
+    """cuLaunchKernel's error (the fast path's, after the fact: nothing checked per launch);
+    a grid past CUDA's y and z limit is the launch's own error, and says so."""
+    if gy > MAX_GRID_YZ or gz > MAX_GRID_YZ:
+        raise LaunchError(f"grid {(gx, gy, gz)}: on a GPU a grid's second and third dims must be at most "
+                          f"{MAX_GRID_YZ} (fold them into the first)")
+    cuda_driver.check(result, "cuLaunchKernel")
 
 
 # torch's raw stream handles as c_void_p, the form cuLaunchKernel takes without argtypes.

@@ -26,7 +26,7 @@ from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, ch
 from ..frontend.language import constexpr
 from ..frontend.names import captured
 from . import cache
-from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, is_tensor, normal_grid, read_env, wide
+from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
@@ -158,6 +158,8 @@ class Kernel(FastLaunch):
                                       f"tuple), got a {type(v).__name__}") from None
                 sig.append((p.name, "constexpr", v))
             elif is_tensor(v):
+                if str(v.layout) != "torch.strided":  # sparse, mkldnn: no data pointer and strides to pass
+                    raise LaunchError(f"argument '{p.name}' is a {v.layout} tensor; kernels take strided (dense) tensors")
                 dt = dtypes.from_torch(v.dtype)
                 if dt is None:
                     raise LaunchError(f"argument '{p.name}': dtype {v.dtype} is not supported (use float32, float16, bfloat16, int32, ...)")
@@ -215,7 +217,8 @@ class Kernel(FastLaunch):
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
-        key = (target, tuple(sorted(options.items())), tuple((n, k, str(d)) for n, k, d in sig),
+        # Constexprs by repr, as the disk key: B="4" after B=4 found its build (str() is "4" for both).
+        key = (target, tuple(sorted(options.items())), tuple((n, k, repr(d)) for n, k, d in sig),
                os.environ.get("TILE_DUMP_IR"), self.captured_values())
         found = self._launchers.get(key)
         if found is None:
@@ -231,19 +234,19 @@ class Kernel(FastLaunch):
         """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
         key = [len(args), env, self.captured_values()]
         for is_const, v in zip(self._is_const, args):
-            key.append(("=", v) if is_const else _spec_of(v))
+            key.append(_exact(v) if is_const else _spec_of(v))
         for k in sorted(kwargs):
             v = kwargs[k]
-            key.append((k, ("=", v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
+            key.append((k, _exact(v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
         key.append(disjoint(*[v for v in (*args, *kwargs.values()) if is_tensor(v)]))
         return tuple(key)
 
     def run(self, grid, args, kwargs):
         env = read_env()
-        fast = self._fast_key(env, args, kwargs)
         try:
+            fast = self._fast_key(env, args, kwargs)
             launch = self._fast.get(fast)
-        except TypeError:  # an unhashable constexpr: `signature` says which
+        except (TypeError, RuntimeError):  # an unhashable constexpr, a sparse tensor: `signature` says which
             launch = fast = None
         miss = launch is None
         if miss:
@@ -256,7 +259,8 @@ class Kernel(FastLaunch):
         if miss:
             # Devices and strides are checked once per argument signature; the fast key pins them.
             launch.check([v for is_const, v in zip(self._is_const, values) if not is_const])
-            self._fast[fast] = launch
+            if not holds_nan(fast):
+                self._fast[fast] = launch
         if callable(grid):
             grid = grid({p.name: v for p, v in zip(self.params, values)})
         grid = normal_grid(grid)
@@ -269,13 +273,22 @@ class Kernel(FastLaunch):
 
 
 
+def _exact(v):
+    """A constexpr or option by type and value: 2 == 2.0 == True as keys, but they compile
+    (or are checked) differently."""
+    return ("=", type(v), v)
+
+
 def _spec_of(v):
+    """What the specialization and the once-per-key checks read of a run-time argument, as
+    the binder's key does: the device, not `is_cuda` (a meta tensor after a CPU one reached
+    the kernel as a null pointer), and the int64 range (past it, a miss raises)."""
     if hasattr(v, "data_ptr"):
-        return (v.dtype, v.dim(), v.is_cuda, v.data_ptr() % 16 == 0, wide(v))
+        return (v.dtype, v.dim(), v.device, v.data_ptr() % 16 == 0, wide(v))
     if isinstance(v, bool):
         return bool
     if isinstance(v, int):
-        return (int, v == 1, v % 16 == 0, -(2**31) <= v < 2**31)
+        return (int, v == 1, v % 16 == 0, -(2**31) <= v < 2**31, -(2**63) <= v < 2**63)
     return type(v)
 
 

@@ -100,7 +100,7 @@ class FastLaunch:
             runtime = [v for is_const, v in zip(self._is_const, values) if not is_const]
             launcher.check(runtime)
             fast = None
-            if _kinds_of(self, values) == self._kinds:
+            if _kinds_of(self, values) == self._kinds and not holds_nan(key):
                 make = getattr(launcher, "fast_launch", None)
                 fast = (make and make(self._kinds)) or _adapter(launcher, self._kinds, self._runtime_names)
                 self._bound[key] = fast
@@ -159,7 +159,7 @@ class FastLaunch:
             pairs = [f"not {pre}a{i} or not {pre}a{j} or {pre}e{i} <= {pre}a{j} or {pre}e{j} <= {pre}a{i}"
                      for j in range(len(tensors)) for i in range(j)]
             key.append(" and ".join(f"({p})" for p in pairs))
-        key += ["num_warps", "num_stages"]
+        key += ["num_warps.__class__", "num_warps", "num_stages.__class__", "num_stages"]  # 4.0 == 4, True == 1
         if self.captured_values() is not None:  # globals or closure variables it folds
             key.append(f"{pre}captured()")
         grid = [f"{pre}g{d}" for d in "xyz"]
@@ -180,7 +180,7 @@ class FastLaunch:
             *[f"        {r}" for r in reads],
             f"        {pre}k = ({', '.join(key)},)",
             f"        {pre}l = {pre}bound.get({pre}k)",
-            f"    except ({pre}AttributeError, {pre}TypeError):  # (not a tensor; an unhashable constexpr)",
+            f"    except ({pre}AttributeError, {pre}TypeError, {pre}RuntimeError):  # (not a tensor; an unhashable constexpr; a sparse tensor)",
             "        __tracebackhide__ = True",
             f"        return {slow}",
             f"    if {pre}l is None:",
@@ -197,8 +197,8 @@ class FastLaunch:
         filename = f"<tile binder {self.name}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = {M: _MISSING, f"{pre}env": env_get(), f"{pre}bound": self._bound, f"{pre}slow": self._slow,
-                     f"{pre}miss": self._miss, f"{pre}max": max,
-                     f"{pre}captured": self.captured_values, f"{pre}grid": normal_grid, f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError,
+                     f"{pre}miss": self._miss, f"{pre}max": max, f"{pre}captured": self.captured_values, f"{pre}grid": normal_grid,
+                     f"{pre}AttributeError": AttributeError, f"{pre}TypeError": TypeError, f"{pre}RuntimeError": RuntimeError,
                      f"{pre}int": int, f"{pre}float": float, f"{pre}bool": bool, **given}
         exec(compile(src, filename, "exec"), namespace)
         binder = namespace[f"{pre}binder"]
@@ -209,9 +209,18 @@ class FastLaunch:
         self._grids.clear()  # the cached partials call _unbound
 
 def read_env() -> tuple:
-    """TILE_TARGET, TILE_DUMP_IR and TILE_COMPILE_ONLY, read on every launch (tests change them)."""
+    """TILE_TARGET, TILE_DUMP_IR and whether TILE_COMPILE_ONLY is on, read on every launch
+    (tests change them)."""
     get = env_get()
-    return (get(b"TILE_TARGET"), get(b"TILE_DUMP_IR"), get(b"TILE_COMPILE_ONLY"))
+    return (get(b"TILE_TARGET"), get(b"TILE_DUMP_IR"), flag_on(get(b"TILE_COMPILE_ONLY")))
+
+
+def flag_on(value) -> bool:
+    """An on/off environment variable: unset, empty, 0, false, no and off are off (TILE_COMPILE_ONLY=0
+    was on, and every launch silently ran nothing)."""
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def env_get():
@@ -224,6 +233,12 @@ def env_get():
 
 
 _MISSING = object()  # the binder's default for an argument not passed
+
+
+def holds_nan(key: tuple) -> bool:
+    """A launch key holding a NaN (a fresh float("nan") constexpr) equals no later key: kept,
+    the launch caches grew by one entry a launch."""
+    return any(holds_nan(v) if type(v) is tuple else type(v) is float and v != v for v in key)
 
 
 def _kinds_of(kernel, values) -> tuple | None:

@@ -12,7 +12,7 @@ os.environ.pop("TILE_TARGET", None)
 
 @pytest.fixture
 def gpu_target(monkeypatch):
-    """use(target) makes launches compile for a GPU target and return (meta tensors do)."""
+    """Compile for a GPU target without running (meta tensors), as a host without a GPU can."""
     def use(target="sm_90a"):
         monkeypatch.setenv("TILE_TARGET", target)
         monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
