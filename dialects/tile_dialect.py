@@ -27,5 +27,9 @@ def load(ctx: ir.Context) -> None:
 def make_context() -> ir.Context:
     """A fresh context with every upstream dialect and the tile dialect loaded."""
     ctx = ir.Context()
+    # No thread pool: a kernel is one function, so MLIR has nothing to run in parallel, and
+    # LLVM's pool threads deadlocked autotune's forked compile workers (a context collected
+    # in the child joined pool threads that never woke).
+    ctx.enable_multithreading(False)
     load(ctx)
     return ctx

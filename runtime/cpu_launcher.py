@@ -26,6 +26,7 @@ class CpuLauncher:
         from mlir.execution_engine import ExecutionEngine
 
         self._ctx = ir.Context()
+        self._ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
         with self._ctx:
             module = ir.Module.parse(llvm_mlir)
             add_float_runtime(module, llvm_mlir)
