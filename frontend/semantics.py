@@ -250,6 +250,7 @@ def trip_count(start, stop, step):
         return len(range(start, stop, step))
     if not isinstance(step, Tile):
         return binary("//", binary("+", binary("-", start, stop), -step - 1), -step)
+    start, stop = (v if isinstance(v, Tile) else constant(v, python_dtype(v, step.dtype)) for v in (start, stop))
     up = compare(">", step, 0)
     span = where(up, binary("-", stop, start), binary("-", start, stop))
     d = where(up, step, negate(step))

@@ -182,6 +182,10 @@ def runtime_step_kernel(out, a, b, k):
     for i in range(a, b, k):
         n = n * 10 + i
     tile.store(out, n)
+    m = tile.zeros((), tile.int32)
+    for i in range(3, 0, k):  # (constant bounds)
+        m = m * 10 + i
+    tile.store(out + 1, m)
 
 
 @pytest.mark.parametrize("a, b, k", [(5, 0, -1), (5, 0, -2), (0, 5, -1), (0, 5, 0), (0, 5, 2), (1, 8, 3)])
@@ -189,12 +193,14 @@ def test_runtime_loop_steps(a, b, k):
     """A run-time step went to scf.for as it was: a negative one ran no iteration where Python
     counts down (or ~2**32 of them from 0 to 5), and a zero one never ended. Such steps now
     loop over the trip count (none for a zero step)."""
-    out = torch.zeros(1, dtype=torch.int32)
+    out = torch.zeros(2, dtype=torch.int32)
     runtime_step_kernel[(1,)](out, a, b, k)
-    want = 0
+    want = [0, 0]
     for i in range(a, b, k) if k else []:
-        want = want * 10 + i
-    assert out.item() == want
+        want[0] = want[0] * 10 + i
+    for i in range(3, 0, k) if k else []:
+        want[1] = want[1] * 10 + i
+    assert out.tolist() == want
 
 
 @tile.kernel
