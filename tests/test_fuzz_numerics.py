@@ -228,3 +228,27 @@ def test_long_float_sums_as_accurate_as_torch():
     x, out = torch.rand(65536), torch.zeros(1)
     sum_kernel[(1,)](x, out, B=65536)
     torch.testing.assert_close(out[0], x.sum())
+
+
+@tile.kernel
+def signed_zero_kernel(x, y, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    a, b = tile.load(x + o), tile.load(y + o)
+    tile.store(out + o, tile.maximum(a, b))
+    tile.store(out + B + o, tile.minimum(a, b))
+    tile.store(out + 2 * B, tile.max(a, axis=0))
+    tile.store(out + 2 * B + 1, tile.min(b, axis=0))
+
+
+def test_maximum_and_minimum_order_signed_zeros():
+    """arith-expand (the CPU pipeline's, for bf16 rounding) made maximumf `a > b ? a : b`:
+    maximum(0.0, -0.0) and the max of [0.0, -0.0] were -0.0, minimum(-0.0, 0.0) +0.0. As
+    maximumf promises (and a GPU's max.f32 gives), -0.0 < +0.0 again; NaN still wins."""
+    x = torch.tensor([0.0, -0.0, float("nan"), 1.0])
+    y = torch.tensor([-0.0, 0.0, 1.0, 0.0])
+    out = torch.zeros(10)
+    signed_zero_kernel[(1,)](x[:2], y[:2], out[:6], B=2)
+    assert out[:6].tolist() == [0.0, 0.0, -0.0, -0.0, 0.0, -0.0]
+    assert out[:6].signbit().tolist() == [False, False, True, True, False, True]
+    signed_zero_kernel[(1,)](x[2:], y[2:], out[:6], B=2)
+    assert out[:6].isnan().tolist() == [True, False, True, False, True, False]
