@@ -46,6 +46,11 @@ def _integer_value(value, dt: dtypes.dtype) -> int:
     return whole
 
 
+def literal(value) -> Tile:
+    """A Python number alone as a constant: bool, int32 (int64 past it) or float32."""
+    return constant(value, python_dtype(value, None))
+
+
 def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
     """The dtype a Python constant takes next to a run-time operand of dtype `other`."""
     if isinstance(value, bool):
