@@ -29,6 +29,7 @@ CPU_LLVM = [
     "emulate-i1-memrefs",
     "expand-float8",
     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
+    "ieee-min-max",  # (before arith-expand, which would drop their signed zeros)
     # f32 -> bf16 on the bits: a host with AVX512-BF16 would get VCVTNEPS2BF16, which flushes subnormals
     "arith-expand{include-bf16=1}",
     "expand-strided-metadata",

@@ -56,7 +56,7 @@ def _tile(v, what: str) -> Tile:
     if isinstance(v, Tile):
         return v
     if isinstance(v, (bool, int, float)):
-        return constant(v, semantics.python_dtype(v, None))
+        return semantics.literal(v)
     raise SemanticError(f"{what} must be a tile or a number, got {_describe(v)}")
 
 
@@ -127,7 +127,7 @@ def _pointer(p, what: str) -> Pointer:
 
 
 def _access(p: Pointer, mask, shape_of=None):
-    offsets = p.offsets if isinstance(p.offsets, Tile) else constant(p.offsets, semantics.python_dtype(p.offsets, None))
+    offsets = p.offsets if isinstance(p.offsets, Tile) else semantics.literal(p.offsets)
     shape = offsets.shape
     if shape_of is not None and shape_of.shape:
         shape = semantics.broadcast_shapes(shape, shape_of.shape)

@@ -152,7 +152,7 @@ class ControlFlow:
         counted = step < 0 if not isinstance(step, Tile) else not semantics.known_positive(step)
         if counted:
             start, stop, step = 0, semantics.trip_count(start, stop, step), 1
-        bounds = [b if isinstance(b, Tile) else semantics.constant(b, semantics.python_dtype(b, None)) for b in (start, stop, step)]
+        bounds = [b if isinstance(b, Tile) else semantics.literal(b) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
         before = dict(self.scope)
@@ -248,7 +248,7 @@ def _describe(v, runtime=False) -> str:
 
 def _carry_value(v) -> ir.Value:
     if isinstance(v, Pointer):
-        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.constant(v.offsets, semantics.python_dtype(v.offsets, None))
+        offs = v.offsets if isinstance(v.offsets, Tile) else semantics.literal(v.offsets)
         return offs.value
     return v.value
 

@@ -46,6 +46,11 @@ def _integer_value(value, dt: dtypes.dtype) -> int:
     return whole
 
 
+def literal(value) -> Tile:
+    """A Python number alone as a constant: bool, int32 (int64 past it) or float32."""
+    return constant(value, python_dtype(value, None))
+
+
 def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
     """The dtype a Python constant takes next to a run-time operand of dtype `other`."""
     if isinstance(value, bool):
@@ -250,6 +255,7 @@ def trip_count(start, stop, step):
         return len(range(start, stop, step))
     if not isinstance(step, Tile):
         return binary("//", binary("+", binary("-", start, stop), -step - 1), -step)
+    start, stop = (v if isinstance(v, Tile) else constant(v, python_dtype(v, step.dtype)) for v in (start, stop))
     up = compare(">", step, 0)
     span = where(up, binary("-", stop, start), binary("-", start, stop))
     d = where(up, step, negate(step))

@@ -182,6 +182,10 @@ def runtime_step_kernel(out, a, b, k):
     for i in range(a, b, k):
         n = n * 10 + i
     tile.store(out, n)
+    m = tile.zeros((), tile.int32)
+    for i in range(3, 0, k):  # (constant bounds)
+        m = m * 10 + i
+    tile.store(out + 1, m)
 
 
 @pytest.mark.parametrize("a, b, k", [(5, 0, -1), (5, 0, -2), (0, 5, -1), (0, 5, 0), (0, 5, 2), (1, 8, 3)])
@@ -189,12 +193,14 @@ def test_runtime_loop_steps(a, b, k):
     """A run-time step went to scf.for as it was: a negative one ran no iteration where Python
     counts down (or ~2**32 of them from 0 to 5), and a zero one never ended. Such steps now
     loop over the trip count (none for a zero step)."""
-    out = torch.zeros(1, dtype=torch.int32)
+    out = torch.zeros(2, dtype=torch.int32)
     runtime_step_kernel[(1,)](out, a, b, k)
-    want = 0
+    want = [0, 0]
     for i in range(a, b, k) if k else []:
-        want = want * 10 + i
-    assert out.item() == want
+        want[0] = want[0] * 10 + i
+    for i in range(3, 0, k) if k else []:
+        want[1] = want[1] * 10 + i
+    assert out.tolist() == want
 
 
 @tile.kernel
@@ -222,3 +228,27 @@ def test_long_float_sums_as_accurate_as_torch():
     x, out = torch.rand(65536), torch.zeros(1)
     sum_kernel[(1,)](x, out, B=65536)
     torch.testing.assert_close(out[0], x.sum())
+
+
+@tile.kernel
+def signed_zero_kernel(x, y, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    a, b = tile.load(x + o), tile.load(y + o)
+    tile.store(out + o, tile.maximum(a, b))
+    tile.store(out + B + o, tile.minimum(a, b))
+    tile.store(out + 2 * B, tile.max(a, axis=0))
+    tile.store(out + 2 * B + 1, tile.min(b, axis=0))
+
+
+def test_maximum_and_minimum_order_signed_zeros():
+    """arith-expand (the CPU pipeline's, for bf16 rounding) made maximumf `a > b ? a : b`:
+    maximum(0.0, -0.0) and the max of [0.0, -0.0] were -0.0, minimum(-0.0, 0.0) +0.0. As
+    maximumf promises (and a GPU's max.f32 gives), -0.0 < +0.0 again; NaN still wins."""
+    x = torch.tensor([0.0, -0.0, float("nan"), 1.0])
+    y = torch.tensor([-0.0, 0.0, 1.0, 0.0])
+    out = torch.zeros(10)
+    signed_zero_kernel[(1,)](x[:2], y[:2], out[:6], B=2)
+    assert out[:6].tolist() == [0.0, 0.0, -0.0, -0.0, 0.0, -0.0]
+    assert out[:6].signbit().tolist() == [False, False, True, True, False, True]
+    signed_zero_kernel[(1,)](x[2:], y[2:], out[:6], B=2)
+    assert out[:6].isnan().tolist() == [True, False, True, False, True, False]
