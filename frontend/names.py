@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import inspect
 import textwrap
 from collections import ChainMap
@@ -113,3 +114,16 @@ def _reader(fn, root: str, path: list[str]):
         return v
 
     return read
+
+
+def described(value) -> str:
+    """A constexpr's value as the cache keys take it: its repr, and for a `@tile.func` (a
+    constexpr may be one: ACT=gelu) the sources and values its code depends on, which its
+    repr (`<tile.func gelu>`) does not tell apart."""
+    helper = getattr(value, "tile_helper", None)
+    if helper is None:
+        return repr(value)
+    helpers, constants = captured(helper.fn)
+    parts = [source_of(h.fn, h.__name__) for h in [helper, *helpers]]
+    parts += [f"{where}: {name} = {read()!r}" for where, name, read in constants]
+    return f"{value!r} {hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]}"
