@@ -120,6 +120,8 @@ def described(value) -> str:
     """A constexpr's value as the cache keys take it: its repr, and for a `@tile.func` (a
     constexpr may be one: ACT=gelu) the sources and values its code depends on, which its
     repr (`<tile.func gelu>`) does not tell apart."""
+    if isinstance(value, tuple):  # (ACTS=(gelu, relu))
+        return f"({''.join(described(v) + ', ' for v in value)})"
     helper = getattr(value, "tile_helper", None)
     if helper is None:
         return repr(value)

@@ -403,17 +403,26 @@ def constexpr_helper_kernel(x, out, ACT: tile.constexpr, B: tile.constexpr):
 
 
 @tile.kernel
+def first_helper_kernel(x, out, ACTS: tile.constexpr, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, ACTS[0](tile.load(x + o)))
+
+
+@tile.kernel
 def repeat_kernel(out, V: tile.constexpr):
     tile.store(out + tile.arange(0, 4), tile.full((4,), V * 2, tile.float32))
 
 
 def test_constexpr_helpers_and_strings_in_the_keys():
     """A @tile.func passed as a constexpr (ACT=...) was keyed by its repr, `<tile.func
-    times>`: another helper of that name ran the first one's code; a str constexpr "1"
+    times>`: another helper of that name ran the first one's code (in a tuple too); a str constexpr "1"
     was keyed as the int 1 in memory (str(), not repr())."""
     x, out = torch.rand(8), torch.zeros(8)
     for scale in (2.0, 3.0):
-        constexpr_helper_kernel[(1,)](x, out, make_closure_kernel(scale, 0.0).helper, B=8)
+        helper = make_closure_kernel(scale, 0.0).helper
+        constexpr_helper_kernel[(1,)](x, out, helper, B=8)
+        torch.testing.assert_close(out, x * scale)
+        first_helper_kernel[(1,)](x, out, (helper,), B=8)
         torch.testing.assert_close(out, x * scale)
     for v, want in ((1, 2.0), ("1", 11.0)):
         repeat_kernel[(1,)](out, V=v)
