@@ -15,10 +15,14 @@ import functools
 import hashlib
 import inspect
 import textwrap
+import types
 from collections import ChainMap
 
 from .dtypes import dtype
 from .errors import source_of
+
+
+_PACKAGE = __name__.split(".")[0]
 
 
 def namespace(fn) -> ChainMap:
@@ -63,16 +67,18 @@ def _references(fn) -> list[tuple[str, ...]]:
     return sorted(set(out))
 
 
-def captured(fn) -> tuple[list, list]:
+def captured(fn, is_helper: bool = False) -> tuple[list, list]:
     """(helpers, constants) that fn and the helpers it reaches read from their namespaces:
     each helper once, and per constant (where, dotted name, reader), the reader a function
-    of no arguments that reads it again (the launcher's in-memory caches compare values)."""
-    helpers, constants, seen, todo = [], [], set(), [fn]
+    of no arguments that reads it again (the launcher's in-memory caches compare values).
+    A helper's defaults are constants it reads (a kernel's are in its signature)."""
+    helpers, constants, seen, todo = [], [], set(), [(fn, is_helper)]
     while todo:
-        f = inspect.unwrap(todo.pop())
+        f, defaults = todo.pop()
+        f = inspect.unwrap(f)
         ns = namespace(f)
         where = f"{f.__module__}.{f.__qualname__}"
-        for p in inspect.signature(f).parameters.values():  # a helper's defaults are its arguments
+        for p in inspect.signature(f).parameters.values() if defaults else ():
             if p.default is not p.empty and is_constant(p.default):
                 constants.append((where, f"{p.name}=", lambda v=p.default: v))
         for root, *attrs in _references(f):
@@ -86,12 +92,14 @@ def captured(fn) -> tuple[list, list]:
                     except Exception:  # (the frontend reports it, at its line)
                         break
                     path.append(attr)
+                if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == _PACKAGE:
+                    break  # the language's own names (tile.float32) never change
                 helper = getattr(value, "tile_helper", None)
                 if helper is not None:
                     if id(helper) not in seen:
                         seen.add(id(helper))
                         helpers.append(helper)
-                        todo.append(helper.fn)
+                        todo.append((helper.fn, True))
                     break
                 if is_constant(value):
                     constants.append((where, ".".join([root, *path]), _reader(f, root, path)))
@@ -125,7 +133,7 @@ def described(value) -> str:
     helper = getattr(value, "tile_helper", None)
     if helper is None:
         return repr(value)
-    helpers, constants = captured(helper.fn)
+    helpers, constants = captured(helper.fn, is_helper=True)
     parts = [source_of(h.fn, h.__name__) for h in [helper, *helpers]]
     parts += [f"{where}: {name} = {read()!r}" for where, name, read in constants]
     return f"{value!r} {hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]}"

@@ -427,3 +427,14 @@ def test_constexpr_helpers_and_strings_in_the_keys():
     for v, want in ((1, 2.0), ("1", 11.0)):
         repeat_kernel[(1,)](out, V=v)
         assert out[:4].tolist() == [want] * 4
+
+
+def test_launches_read_only_what_can_change():
+    """The language's own names (tile.float32) and a kernel's defaults (in its signature
+    already) were read again on every launch, as globals are: each example's did."""
+    import layer_norm
+    import matmul
+
+    for k in (layer_norm.layer_norm_kernel, matmul.persistent_matmul_kernel):
+        assert tile.Kernel(k.fn).captured_values() is None
+    assert scale_kernel.captured_values() is not None
