@@ -53,7 +53,7 @@ def _references(fn) -> list[tuple[str, ...]]:
     """Each name the function's body loads, with the attributes read off it (`mylib.h.x`
     -> ("mylib", "h", "x")), its parameters left out. (Not its defaults': those were
     evaluated where it was defined, and `captured` takes their values.)"""
-    tree = ast.parse(textwrap.dedent(source_of(fn, f"{fn.__name__}")))
+    tree = ast.parse(textwrap.dedent(source_of(fn, fn.__name__)))
     body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))).body
     params = set(inspect.signature(fn).parameters)
     out = []
