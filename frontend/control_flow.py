@@ -67,7 +67,7 @@ class ControlFlow:
         carried = {}  # name -> the value whose type the if yields
         for n in _assigned_names([body] + [b for _, b in rest] + [else_suite]):
             values = [e.get(n, _UNSET) for e in ends]
-            if _UNSET in values or all(_same(v, before.get(n, _UNSET)) for v in values):
+            if any(v is _UNSET for v in values) or all(_same(v, before.get(n, _UNSET)) for v in values):
                 continue  # unchanged, or undefined on a path (so after the if)
             runtime = [v for v in [before.get(n), *values] if is_runtime(v) or isinstance(v, TensorArg)]
             if runtime:  # (its type from before the if, where it had one)

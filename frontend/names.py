@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import inspect
 import textwrap
+import types
 from collections import ChainMap
 
 from .dtypes import dtype
 from .errors import source_of
+
+
+_PACKAGE = __name__.split(".")[0]
 
 
 def namespace(fn) -> ChainMap:
@@ -48,7 +53,7 @@ def _references(fn) -> list[tuple[str, ...]]:
     """Each name the function's body loads, with the attributes read off it (`mylib.h.x`
     -> ("mylib", "h", "x")), its parameters left out. (Not its defaults': those were
     evaluated where it was defined, and `captured` takes their values.)"""
-    tree = ast.parse(textwrap.dedent(source_of(fn, f"{fn.__name__}")))
+    tree = ast.parse(textwrap.dedent(source_of(fn, fn.__name__)))
     body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))).body
     params = set(inspect.signature(fn).parameters)
     out = []
@@ -62,16 +67,18 @@ def _references(fn) -> list[tuple[str, ...]]:
     return sorted(set(out))
 
 
-def captured(fn) -> tuple[list, list]:
+def captured(fn, is_helper: bool = False) -> tuple[list, list]:
     """(helpers, constants) that fn and the helpers it reaches read from their namespaces:
     each helper once, and per constant (where, dotted name, reader), the reader a function
-    of no arguments that reads it again (the launcher's in-memory caches compare values)."""
-    helpers, constants, seen, todo = [], [], set(), [fn]
+    of no arguments that reads it again (the launcher's in-memory caches compare values).
+    A helper's defaults are constants it reads (a kernel's are in its signature)."""
+    helpers, constants, seen, todo = [], [], set(), [(fn, is_helper)]
     while todo:
-        f = inspect.unwrap(todo.pop())
+        f, defaults = todo.pop()
+        f = inspect.unwrap(f)
         ns = namespace(f)
         where = f"{f.__module__}.{f.__qualname__}"
-        for p in inspect.signature(f).parameters.values():  # a helper's defaults are its arguments
+        for p in inspect.signature(f).parameters.values() if defaults else ():
             if p.default is not p.empty and is_constant(p.default):
                 constants.append((where, f"{p.name}=", lambda v=p.default: v))
         for root, *attrs in _references(f):
@@ -85,12 +92,14 @@ def captured(fn) -> tuple[list, list]:
                     except Exception:  # (the frontend reports it, at its line)
                         break
                     path.append(attr)
+                if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == _PACKAGE:
+                    break  # the language's own names (tile.float32) never change
                 helper = getattr(value, "tile_helper", None)
                 if helper is not None:
                     if id(helper) not in seen:
                         seen.add(id(helper))
                         helpers.append(helper)
-                        todo.append(helper.fn)
+                        todo.append((helper.fn, True))
                     break
                 if is_constant(value):
                     constants.append((where, ".".join([root, *path]), _reader(f, root, path)))
@@ -113,3 +122,18 @@ def _reader(fn, root: str, path: list[str]):
         return v
 
     return read
+
+
+def described(value) -> str:
+    """A constexpr's value as the cache keys take it: its repr, and for a `@tile.func` (a
+    constexpr may be one: ACT=gelu) the sources and values its code depends on, which its
+    repr (`<tile.func gelu>`) does not tell apart."""
+    if isinstance(value, tuple):  # (ACTS=(gelu, relu))
+        return f"({''.join(described(v) + ', ' for v in value)})"
+    helper = getattr(value, "tile_helper", None)
+    if helper is None:
+        return repr(value)
+    helpers, constants = captured(helper.fn, is_helper=True)
+    parts = [source_of(h.fn, h.__name__) for h in [helper, *helpers]]
+    parts += [f"{where}: {name} = {read()!r}" for where, name, read in constants]
+    return f"{value!r} {hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]}"

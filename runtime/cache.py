@@ -25,7 +25,7 @@ import tempfile
 import warnings
 
 from ..frontend.errors import source_of
-from ..frontend.names import captured
+from ..frontend.names import captured, described
 from .toolchain import TOOLCHAIN
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,7 +61,7 @@ def key_for(kernel, signature, target: str, options: dict) -> str:
     parts = [
         compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
         *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
-        repr([(n, k, repr(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
+        repr([(n, k, described(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
     ]
     for p in parts:
         h.update(p.encode())

@@ -24,7 +24,7 @@ import os
 from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
-from ..frontend.names import captured
+from ..frontend.names import captured, described
 from . import cache
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
 
@@ -217,8 +217,8 @@ class Kernel(FastLaunch):
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
-        # Constexprs by repr, as the disk key: B="4" after B=4 found its build (str() is "4" for both).
-        key = (target, tuple(sorted(options.items())), tuple((n, k, repr(d)) for n, k, d in sig),
+        # Constexprs by repr (B="4" after B=4 found its build: str() is "4" for both), a helper by its code.
+        key = (target, tuple(sorted(options.items())), tuple((n, k, described(d)) for n, k, d in sig),
                os.environ.get("TILE_DUMP_IR"), self.captured_values())
         found = self._launchers.get(key)
         if found is None:

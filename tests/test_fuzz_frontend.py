@@ -61,6 +61,7 @@ def make_closure_kernel(scale, shift):
         o = tile.arange(0, B)
         tile.store(out + o, times(tile.load(x + o)))
 
+    closure_kernel.helper = times
     return closure_kernel
 
 
@@ -393,3 +394,47 @@ def test_helper_without_source():
     """A helper defined by exec escaped as OSError from the cache key."""
     with pytest.raises(tile.CompilationError, match="the source of sourceless cannot be read"):
         sourceless_helper_kernel[(1,)](torch.zeros(8), B=8)
+
+
+@tile.kernel
+def constexpr_helper_kernel(x, out, ACT: tile.constexpr, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, ACT(tile.load(x + o)))
+
+
+@tile.kernel
+def first_helper_kernel(x, out, ACTS: tile.constexpr, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, ACTS[0](tile.load(x + o)))
+
+
+@tile.kernel
+def repeat_kernel(out, V: tile.constexpr):
+    tile.store(out + tile.arange(0, 4), tile.full((4,), V * 2, tile.float32))
+
+
+def test_constexpr_helpers_and_strings_in_the_keys():
+    """A @tile.func passed as a constexpr (ACT=...) was keyed by its repr, `<tile.func
+    times>`: another helper of that name ran the first one's code (in a tuple too); a str constexpr "1"
+    was keyed as the int 1 in memory (str(), not repr())."""
+    x, out = torch.rand(8), torch.zeros(8)
+    for scale in (2.0, 3.0):
+        helper = make_closure_kernel(scale, 0.0).helper
+        constexpr_helper_kernel[(1,)](x, out, helper, B=8)
+        torch.testing.assert_close(out, x * scale)
+        first_helper_kernel[(1,)](x, out, (helper,), B=8)
+        torch.testing.assert_close(out, x * scale)
+    for v, want in ((1, 2.0), ("1", 11.0)):
+        repeat_kernel[(1,)](out, V=v)
+        assert out[:4].tolist() == [want] * 4
+
+
+def test_launches_read_only_what_can_change():
+    """The language's own names (tile.float32) and a kernel's defaults (in its signature
+    already) were read again on every launch, as globals are: each example's did."""
+    import layer_norm
+    import matmul
+
+    for k in (layer_norm.layer_norm_kernel, matmul.persistent_matmul_kernel):
+        assert tile.Kernel(k.fn).captured_values() is None
+    assert scale_kernel.captured_values() is not None
