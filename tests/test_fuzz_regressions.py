@@ -8,15 +8,6 @@ import torch
 import tile
 
 
-@pytest.fixture
-def gpu_target(monkeypatch):
-    def use(target="sm_90a"):
-        monkeypatch.setenv("TILE_TARGET", target)
-        monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
-
-    return use
-
-
 @tile.kernel
 def small_dot_kernel(a, b, c, BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr):
     rm, rn, rk = tile.arange(0, BM), tile.arange(0, BN), tile.arange(0, BK)
