@@ -58,6 +58,19 @@ def int64_offsets_kernel(x, out, n, s, BLOCK: tile.constexpr):
     tile.store(out + o, tile.load(x + o.to(tile.int64) * s, mask=o < n, other=-1.0))
 
 
+@tile.kernel
+def wide_dot_kernel(a, b, c, M, N, K, BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr):
+    """More accumulator than registers (256x128 on 4 warps): built with .maxnreg 255 when it spills."""
+    rm, rn, rk = tile.arange(0, BM), tile.arange(0, BN), tile.arange(0, BK)
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k0 in range(0, K, BK):
+        ka = k0 + rk
+        x = tile.load(a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        y = tile.load(b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tile.dot(x, y, acc)
+    tile.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def main() -> int:
     compile_only = "--compile-only" in sys.argv
     device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
@@ -121,6 +134,13 @@ def main() -> int:
     int64_offsets_kernel[(1,)](x, out, 7, 3, BLOCK=8)
     if not compile_only:
         check("int64 offsets, predicated 4-byte loads", out, torch.tensor([0.0, 3, 6, 9, 12, 15, 18, -1]))
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(256, 32, generator=g).bfloat16().to(device)
+    b = torch.randn(32, 123, generator=g).bfloat16().to(device)
+    c = torch.zeros(256, 123, device=device)
+    wide_dot_kernel[(1,)](a, b, c, 256, 123, 32, BM=256, BN=128, BK=32, num_warps=4)
+    if not compile_only:
+        check("256x128 accumulator on 4 warps (spills)", c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
     print("failed:", failed)
     return 1 if failed else 0
 

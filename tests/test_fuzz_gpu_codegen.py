@@ -25,3 +25,17 @@ def test_int64_offsets_of_a_predicated_access(target, gpu_target):
     gpu_target(target)
     ptx = int64_offsets_kernel.compile(x.to("meta"), out.to("meta"), 7, 3, BLOCK=8).asm["ptx"]
     assert "ld.global" in ptx
+
+
+def test_a_kernel_that_spills_gets_every_register(gpu_target):
+    """A 256x128 f32 accumulator on 4 warps (sm_80) cannot fit its registers; left to
+    itself ptxas gave it 32 and spilled several times more than with the 255 it may use."""
+    from tile.benchmarks.regressions_on_device import wide_dot_kernel
+
+    gpu_target("sm_80")
+    a = torch.empty(256, 32, dtype=torch.bfloat16, device="meta")
+    b = torch.empty(32, 123, dtype=torch.bfloat16, device="meta")
+    launcher = wide_dot_kernel.compile(a, b, torch.empty(256, 123, device="meta"), 256, 123, 32, BM=256, BN=128, BK=32,
+                                       num_warps=4)
+    ptxas = launcher.metadata["ptxas"]
+    assert ptxas["registers"] == 255 and ptxas["spill_stores"] < 2000  # (32 registers, 7600 bytes)
