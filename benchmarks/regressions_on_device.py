@@ -1,4 +1,4 @@
-"""The GPU half of tests/test_fuzz_regressions.py: kernels that once crashed the compiler,
+"""The GPU half of tests/test_fuzz_regressions.py and tests/test_fuzz_gpu_codegen.py: kernels that once crashed the compiler,
 now built on the CPU machine, run on the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/regressions_on_device.py --compile-only
@@ -50,6 +50,25 @@ def int_ops_kernel(x, y, out, sums, n, BLOCK: tile.constexpr):
     small = a.to(tile.int8)
     tile.store(sums + 2 * pid, tile.sum(small, axis=0))
     tile.store(sums + 2 * pid + 1, tile.max(small, axis=0).to(tile.int32))
+
+
+@tile.kernel
+def int64_offsets_kernel(x, out, n, s, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    tile.store(out + o, tile.load(x + o.to(tile.int64) * s, mask=o < n, other=-1.0))
+
+
+@tile.kernel
+def wide_dot_kernel(a, b, c, M, N, K, BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr):
+    """More accumulator than registers (256x128 on 4 warps): built with .maxnreg 255 when it spills."""
+    rm, rn, rk = tile.arange(0, BM), tile.arange(0, BN), tile.arange(0, BK)
+    acc = tile.zeros((BM, BN), tile.float32)
+    for k0 in range(0, K, BK):
+        ka = k0 + rk
+        x = tile.load(a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        y = tile.load(b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tile.dot(x, y, acc)
+    tile.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 def main() -> int:
@@ -111,6 +130,17 @@ def main() -> int:
         small = xc.to(torch.int8)
         check("int8 sum and max", sums, torch.tensor([small.sum().item(), small.max().item()] * 2 + [0, 0],
                                                      dtype=torch.int32))
+    x, out = torch.arange(32, dtype=torch.float32).to(device), torch.zeros(8, device=device)
+    int64_offsets_kernel[(1,)](x, out, 7, 3, BLOCK=8)
+    if not compile_only:
+        check("int64 offsets, predicated 4-byte loads", out, torch.tensor([0.0, 3, 6, 9, 12, 15, 18, -1]))
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(256, 32, generator=g).bfloat16().to(device)
+    b = torch.randn(32, 123, generator=g).bfloat16().to(device)
+    c = torch.zeros(256, 123, device=device)
+    wide_dot_kernel[(1,)](a, b, c, 256, 123, 32, BM=256, BN=128, BK=32, num_warps=4)
+    if not compile_only:
+        check("256x128 accumulator on 4 warps (spills)", c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
     print("failed:", failed)
     return 1 if failed else 0
 

@@ -36,8 +36,8 @@ def supported(w: int, elem) -> bool:
 
 
 class ByteAddress:
-    """Global addresses (i64) of the elements of `flat`: `address(index)` of an i32 element
-    index, and `address.shifted(a, k)` for the element k (a constant) after address a."""
+    """Global addresses (i64) of the elements of `flat`: `address(index)` of an i32 or i64
+    element index, and `address.shifted(a, k)` for the element k (a constant) after address a."""
 
     def __init__(self, flat, elem):
         self.size = element_bits(elem) // 8
@@ -47,7 +47,9 @@ class ByteAddress:
         self.base = arith.index_cast(_I64(), base)
 
     def __call__(self, index):
-        return arith.addi(self.base, arith.muli(arith.extsi(_I64(), index), arith.ConstantOp(_I64(), self.size).result))
+        if ir.IntegerType(index.type).width < 64:  # int64 offsets (`o.to(tile.int64) * s`) are already wide
+            index = arith.extsi(_I64(), index)
+        return arith.addi(self.base, arith.muli(index, arith.ConstantOp(_I64(), self.size).result))
 
     def shifted(self, address, elements: int):
         return arith.addi(address, arith.ConstantOp(_I64(), elements * self.size).result)
