@@ -71,6 +71,12 @@ def wide_dot_kernel(a, b, c, M, N, K, BM: tile.constexpr, BN: tile.constexpr, BK
     tile.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@tile.kernel
+def int8_abs_kernel(x, out, BLOCK: tile.constexpr):
+    o = tile.arange(0, BLOCK)
+    tile.store(out + o, tile.abs(tile.load(x + o)))
+
+
 def main() -> int:
     compile_only = "--compile-only" in sys.argv
     device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
@@ -141,6 +147,11 @@ def main() -> int:
     wide_dot_kernel[(1,)](a, b, c, 256, 123, 32, BM=256, BN=128, BK=32, num_warps=4)
     if not compile_only:
         check("256x128 accumulator on 4 warps (spills)", c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+    x = torch.arange(-128, 128, dtype=torch.int32).to(torch.int8).to(device)
+    out = torch.zeros(256, dtype=torch.int8, device=device)
+    int8_abs_kernel[(1,)](x, out, BLOCK=256, num_warps=2)
+    if not compile_only:
+        check("abs of int8 (-128 wraps)", out, x.abs())
     print("failed:", failed)
     return 1 if failed else 0
 

@@ -88,10 +88,13 @@ def gpu_distributed(options: dict) -> list[str]:
 
 def nvvm(target: str) -> list[str]:
     features = "+ptx80"
+    # convert-math-to-llvm after convert-gpu-to-nvvm: the math ops libdevice has no function
+    # for (math.absi of i8 and i16: it has __nv_abs for i32 alone) become LLVM intrinsics.
     return [
         f"nvvm-attach-target{{chip={target} features={features} O=3}}",
         "gpu.module(convert-nvgpu-to-nvvm, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
-        "convert-gpu-to-nvvm{index-bitwidth=64}, convert-vector-to-llvm, convert-ub-to-llvm, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
+        "convert-gpu-to-nvvm{index-bitwidth=64}, convert-math-to-llvm, convert-vector-to-llvm, convert-ub-to-llvm, "
+        "convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
         "reconcile-unrealized-casts",
         "align-dynamic-shared",
     ]

@@ -39,3 +39,17 @@ def test_a_kernel_that_spills_gets_every_register(gpu_target):
                                        num_warps=4)
     ptxas = launcher.metadata["ptxas"]
     assert ptxas["registers"] == 255 and ptxas["spill_stores"] < 2000  # (32 registers, 7600 bytes)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_int8_abs(target, gpu_target):
+    """abs of an int8 tile left 'math.absi' unlowered on a GPU (libdevice has __nv_abs for
+    i32 only): it is now LLVM's abs intrinsic (PTX abs.s16 of the sign-extended byte)."""
+    from tile.benchmarks.regressions_on_device import int8_abs_kernel
+
+    x = torch.arange(-128, 128, dtype=torch.int32).to(torch.int8)
+    out = torch.zeros(256, dtype=torch.int8)
+    int8_abs_kernel[(1,)](x, out, BLOCK=256)
+    assert torch.equal(out, x.abs())
+    gpu_target(target)
+    assert "abs.s16" in int8_abs_kernel.compile(x.to("meta"), out.to("meta"), BLOCK=256, num_warps=2).asm["ptx"]
