@@ -1,6 +1,7 @@
 """The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
-test_reductions.py, test_builtins.py, test_random.py, test_device_print.py): their kernels built on the
-CPU machine for sm_90a, then run on the GPU and checked against torch.
+test_reductions.py, test_builtins.py, test_random.py, test_while_loops.py,
+test_device_print.py): their kernels built on the CPU machine for sm_90a, then run on
+the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
     python3 benchmarks/language_on_device.py            # on the GPU, with that cache
@@ -27,6 +28,7 @@ from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
 from test_random import dropout_kernel, philox_reference, random_kernel, uniform_reference  # noqa: E402
 from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
 from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
+from test_while_loops import dot_while_kernel, halving_kernel  # noqa: E402
 
 APPROXIMATE = {"exp", "exp2", "log", "log2", "tanh", "sigmoid", "rsqrt"}  # SFU or rsqrt.approx on a GPU
 
@@ -118,6 +120,15 @@ def main() -> int:
     dropout_kernel[(4,)](x.to(device), out, 1000, 0.25, 7, BLOCK=256)
     keep = torch.from_numpy(uniform_reference(philox_reference(7, np.arange(1000))[0]) > 0.25)
     check("dropout", out, torch.where(keep, x / 0.75, 0.0))
+
+    x = torch.tensor([0.5, 3.0, 17.0, 1.0, 100.0])
+    out = torch.zeros(9, dtype=torch.int32, device=device)
+    halving_kernel[(1,)](x.to(device), out, 5, BLOCK=8)
+    check("while: halvings", out, torch.tensor([0, 2, 5, 1, 7, 0, 0, 0, 7], dtype=torch.int32))
+    a, b = torch.randn(64, 96, generator=g).half(), torch.randn(96, 64, generator=g).half()
+    c = torch.empty(64, 64, device=device)
+    dot_while_kernel[(1,)](a.to(device), b.to(device), c, 96, M=64, N=64, BK=32)
+    check("while: a K loop of dots", c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
 
     # device_print: the lines go to the process's stdout (read in the log: 12 lines, any order)
     x = torch.arange(4.0).to(device)

@@ -299,6 +299,22 @@ class Translator:
         for a, b in zip(op.results, new.results):
             self.map[a] = b
 
+    def op_scf_while(self, op):
+        inits = [self.value(v) for v in op.operands]
+        new = scf.WhileOp([self._carried_type(r) for r in op.results], inits)
+        for old_region, new_region in zip(op.regions, (new.before, new.after)):
+            old_block = old_region.blocks[0]
+            block = new_region.blocks.append(*[self._carried_type(a) for a in old_block.arguments])
+            for a, b in zip(old_block.arguments, block.arguments):
+                self.map[a] = b
+            with ir.InsertionPoint(block):
+                self.block(old_block)
+        for a, b in zip(op.results, new.results):
+            self.map[a] = b
+
+    def op_scf_condition(self, op):
+        scf.ConditionOp(self.value(op.operands[0]), [self.value(v) for v in list(op.operands)[1:]])
+
     def op_scf_if(self, op):
         new = scf.IfOp(self.value(op.operands[0]), [self._carried_type(r) for r in op.results], has_else=len(op.regions[1].blocks) > 0)
         with ir.InsertionPoint(new.then_block):

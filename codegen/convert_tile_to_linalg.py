@@ -372,8 +372,9 @@ def carry_in_place(loop):
     fresh one would need a new buffer per iteration, whose ownership-based
     deallocation lowers to i1 memrefs that the LLVM lowering cannot store.
     """
-    yield_op = list(loop.regions[0].blocks[0].operations)[-1]
-    args = list(loop.regions[0].blocks[0].arguments)[1:]
+    body = loop.regions[0 if loop.name == "scf.for" else 1].blocks[0]  # (a while's: its after region)
+    yield_op = list(body.operations)[-1]
+    args = list(body.arguments)[1 if loop.name == "scf.for" else 0:]
     moves = [(i, v, arg) for i, (v, arg) in enumerate(zip(list(yield_op.operands), args))
              if isinstance(v.type, ir.RankedTensorType) and v != arg and not _carried_through(v, arg)]
     with ir.InsertionPoint(yield_op), yield_op.location:
@@ -414,5 +415,5 @@ class ConvertTileToLinalg:
             if new is not None:
                 op.results[0].replace_all_uses_with(new)
             op.erase()
-        for loop in collect(module_op, {"scf.for"}):
+        for loop in collect(module_op, {"scf.for", "scf.while"}):
             carry_in_place(loop)

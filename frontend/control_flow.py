@@ -130,10 +130,9 @@ class ControlFlow:
             raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
         self.runtime_loop(node, _name(target), start, stop, step, body, stages)
 
-    def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
-        for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
-            if not (isinstance(b, int) or isinstance(b, Tile) and b.is_scalar and not b.dtype.is_float):
-                raise self.error(node, f"range's bounds must be ints or int scalars, got {_describe(b, runtime=True)}")
+    def loop_names(self, node, body, var=None) -> list[str]:
+        """The names a run-time loop's body assigns that it carries (run-time values; a tensor
+        argument walked as a pointer); a Python number reassigned there is an error."""
         for name in _assigned_names([body]):
             old = self.scope.get(name)
             if isinstance(old, (int, float)) and not isinstance(old, bool) and name != var:
@@ -142,7 +141,24 @@ class ControlFlow:
                                  "run-time loop; give it a run-time initial value (e.g. tile.zeros or tile.full)")
             if isinstance(old, TensorArg) and name != var:  # a pointer walked through the loop: p = p + BLOCK
                 self.scope[name] = Pointer(old, 0)
-        carried = [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
+        return [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
+
+    def loop_body(self, node, body, before, carried, var=None):
+        """Emit a loop's body at the insertion point and yield what it carries."""
+        self.runtime_depth += 1
+        self.suite(body)
+        self.runtime_depth -= 1
+        for n in _assigned_names([body]):
+            if n in before and n not in carried and n != var and not _same(self.scope.get(n, _UNSET), before[n]):
+                raise self.error(node, f"'{n}' holds {_describe(before[n])} but is reassigned inside a run-time loop: "
+                                       "only run-time values (tiles, scalars, pointers) can change from one iteration to the next")
+        scf.YieldOp([self.carry_value(node, n, before[n]) for n in carried])
+
+    def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
+        for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
+            if not (isinstance(b, int) or isinstance(b, Tile) and b.is_scalar and not b.dtype.is_float):
+                raise self.error(node, f"range's bounds must be ints or int scalars, got {_describe(b, runtime=True)}")
+        carried = self.loop_names(node, body, var)
         if step == 0 and not isinstance(step, Tile):  # scf.for would never end
             raise self.error(node, "range's step must not be zero")
         # scf.for counts up by a positive step: a negative one, or a run-time one that may be (a
@@ -164,14 +180,44 @@ class ControlFlow:
             self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
             for n, arg in zip(carried, op.inner_iter_args):
                 self.scope[n] = _uncarry(before[n], arg)
-            self.runtime_depth += 1
-            self.suite(body)
-            self.runtime_depth -= 1
-            for n in _assigned_names([body]):
-                if n in before and n not in carried and n != var and not _same(self.scope.get(n, _UNSET), before[n]):
-                    raise self.error(node, f"'{n}' holds {_describe(before[n])} but is reassigned inside a run-time loop: "
-                                           "only run-time values (tiles, scalars, pointers) can change from one iteration to the next")
-            scf.YieldOp([self.carry_value(node, n, before[n]) for n in carried])
+            self.loop_body(node, body, before, carried, var)
+        self.scope.clear()
+        self.scope.update(before)
+        for n, r in zip(carried, op.results):
+            self.scope[n] = _uncarry(before[n], r)
+
+    def stmt_while_stmt(self, node):
+        """`while cond:` on a run-time scalar: an scf.while whose first region evaluates the
+        condition on the carried values, the second runs the body."""
+        cond_node, body, orelse = (list(node.children) + [None])[:3]
+        if orelse is not None:
+            raise self.error(node, "unsupported Python construct: while ... else")
+        first = self.expr(cond_node)
+        if not is_runtime(first):
+            if first:  # (it could only end by a break, which the language does not have)
+                raise self.error(cond_node, "a while loop's condition must be a run-time value: this one never changes")
+            return
+        for name in _assigned_names([body]):  # i = 0; while i < n: i += 1 -- i is a run-time scalar
+            old = self.scope.get(name)
+            if isinstance(old, (int, float)) and not isinstance(old, bool):
+                self.scope[name] = semantics.literal(old)
+        carried = self.loop_names(node, body)
+        before = dict(self.scope)
+        inits = [_carry_value(self.scope[n]) for n in carried]
+        op = scf.WhileOp([v.type for v in inits], inits)
+        test = op.before.blocks.append(*[v.type for v in inits])
+        step = op.after.blocks.append(*[v.type for v in inits])
+        with ir.InsertionPoint(test):
+            for n, arg in zip(carried, test.arguments):
+                self.scope[n] = _uncarry(before[n], arg)
+            cond = self.runtime_condition(cond_node, self.expr(cond_node))
+            scf.ConditionOp(cond.value, list(test.arguments))
+        self.scope.clear()
+        self.scope.update(before)
+        with ir.InsertionPoint(step):
+            for n, arg in zip(carried, step.arguments):
+                self.scope[n] = _uncarry(before[n], arg)
+            self.loop_body(node, body, before, carried)
         self.scope.clear()
         self.scope.update(before)
         for n, r in zip(carried, op.results):
@@ -191,7 +237,7 @@ class ControlFlow:
         # As in Triton: a carried value keeps its type (a silent cast back would truncate).
         if isinstance(old, Tile) and isinstance(new, Tile) and new.type != old.type:
             if new.shape == old.shape:
-                where = ("before this loop", "inside it") if node.data == "for_stmt" else ("on one path of this if", "on another")
+                where = ("before this loop", "inside it") if node.data in ("for_stmt", "while_stmt") else ("on one path of this if", "on another")
                 raise self.error(node, f"'{name}' is {old.dtype!r} {where[0]} but {new.dtype!r} {where[1]}: convert it "
                                        f"(.to({old.dtype!r})) or start it as {new.dtype!r}")
             raise self.error(node, f"'{name}' changes type from {old.type} to {new.type} inside control flow")

@@ -30,7 +30,7 @@ _PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a
                    "not in": lambda a, b: a not in b}
 _SAFE_PY_BUILTINS = {"min": py.min, "max": py.max, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
 _UNSUPPORTED = {
-    "while_stmt": "while loops", "try_stmt": "try statements", "with_stmt": "with statements",
+    "try_stmt": "try statements", "with_stmt": "with statements",
     "lambdef": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
     "continue_stmt": "continue", "global_stmt": "global", "nonlocal_stmt": "nonlocal", "del_stmt": "del",
     "raise_stmt": "raise", "import_stmt": "import", "yield_expr": "yield", "await_expr": "await",

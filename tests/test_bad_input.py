@@ -21,6 +21,8 @@ def while_kernel(x, n):
     i = 0
     while i < n:
         i += 1
+    else:
+        tile.store(x, i)
 
 
 @tile.kernel
@@ -123,10 +125,10 @@ def _assert_points_at(err: tile.CompilationError, kernel, text: str):
     assert text in str(err)  # the offending source line is shown
 
 
-def test_while_loop_is_rejected():
+def test_while_else_is_rejected():
     x, _ = _tensors()
     err = _compile_error(while_kernel, x, 16)
-    assert "while loops" in err.message
+    assert "while ... else" in err.message
     _assert_points_at(err, while_kernel, "while i < n:")
 
 
