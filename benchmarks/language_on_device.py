@@ -22,6 +22,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 
+from device_checks import DeviceChecks  # noqa: E402
+
 from test_builtins import builtins_kernel  # noqa: E402
 from test_device_print import print_kernel  # noqa: E402
 from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
@@ -34,19 +36,8 @@ APPROXIMATE = {"exp", "exp2", "log", "log2", "tanh", "sigmoid", "rsqrt"}  # SFU 
 
 
 def main() -> int:
-    compile_only = "--compile-only" in sys.argv
-    device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
-    failed = []
-
-    def check(name, got, want, **tol):
-        if compile_only:
-            return
-        try:
-            torch.testing.assert_close(got.cpu(), want.cpu(), **tol)
-            print(f"{name}: matches torch")
-        except AssertionError as e:
-            failed.append(name)
-            print(f"{name}: FAIL {str(e)[:300]}")
+    checks = DeviceChecks()
+    compile_only, device, failed, check = checks.compile_only, checks.device, checks.failed, checks.check
 
     g = torch.Generator().manual_seed(0)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):

@@ -13,6 +13,7 @@ import sys
 import torch
 
 import tile
+from device_checks import DeviceChecks
 
 
 @tile.kernel
@@ -78,19 +79,8 @@ def int8_abs_kernel(x, out, BLOCK: tile.constexpr):
 
 
 def main() -> int:
-    compile_only = "--compile-only" in sys.argv
-    device = "meta" if compile_only else ("cpu" if "--cpu" in sys.argv else "cuda")
-    failed = []
-
-    def check(name, got, want, **tol):
-        if compile_only:
-            return
-        try:
-            torch.testing.assert_close(got.cpu(), want.cpu(), **tol)
-            print(f"{name}: matches torch")
-        except AssertionError as e:
-            failed.append(name)
-            print(f"{name}: FAIL {str(e)[:300]}")
+    checks = DeviceChecks()
+    compile_only, device, failed, check = checks.compile_only, checks.device, checks.failed, checks.check
 
     # one m16n8 fragment a warp (mma.sync / wgmma), and tiles too small for the warps (linalg)
     for bm, bn, warps in [(16, 32, 4), (16, 16, 4), (64, 16, 8)]:

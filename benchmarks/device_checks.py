@@ -1,0 +1,28 @@
+"""The checks of a script that builds kernels on the CPU machine and runs them on the GPU
+(`regressions_on_device.py`, `language_on_device.py`): `--compile-only` launches on meta
+tensors and checks nothing, `--cpu` runs on the CPU target, else on cuda."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+
+class DeviceChecks:
+    def __init__(self, argv=None):
+        argv = sys.argv if argv is None else argv
+        self.compile_only = "--compile-only" in argv
+        self.device = "meta" if self.compile_only else ("cpu" if "--cpu" in argv else "cuda")
+        self.failed: list[str] = []
+
+    def check(self, name, got, want, **tol) -> None:
+        """assert_close of got (on the device) and want, printed as a line; a failure is kept."""
+        if self.compile_only:
+            return
+        try:
+            torch.testing.assert_close(got.cpu(), want.cpu(), **tol)
+            print(f"{name}: matches torch")
+        except AssertionError as e:
+            self.failed.append(name)
+            print(f"{name}: FAIL {str(e)[:300]}")
