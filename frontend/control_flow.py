@@ -178,13 +178,9 @@ class ControlFlow:
         with ir.InsertionPoint(op.body):
             iv = Tile(op.induction_variable)
             self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
-            for n, arg in zip(carried, op.inner_iter_args):
-                self.scope[n] = _uncarry(before[n], arg)
+            self.bind_carried(before, carried, op.inner_iter_args)
             self.loop_body(node, body, before, carried, var)
-        self.scope.clear()
-        self.scope.update(before)
-        for n, r in zip(carried, op.results):
-            self.scope[n] = _uncarry(before[n], r)
+        self.bind_carried(before, carried, op.results, restore=True)
 
     def stmt_while_stmt(self, node):
         """`while cond:` on a run-time scalar: an scf.while whose first region evaluates the
@@ -208,20 +204,22 @@ class ControlFlow:
         test = op.before.blocks.append(*[v.type for v in inits])
         step = op.after.blocks.append(*[v.type for v in inits])
         with ir.InsertionPoint(test):
-            for n, arg in zip(carried, test.arguments):
-                self.scope[n] = _uncarry(before[n], arg)
+            self.bind_carried(before, carried, test.arguments)
             cond = self.runtime_condition(cond_node, self.expr(cond_node))
             scf.ConditionOp(cond.value, list(test.arguments))
-        self.scope.clear()
-        self.scope.update(before)
         with ir.InsertionPoint(step):
-            for n, arg in zip(carried, step.arguments):
-                self.scope[n] = _uncarry(before[n], arg)
+            self.bind_carried(before, carried, step.arguments, restore=True)
             self.loop_body(node, body, before, carried)
-        self.scope.clear()
-        self.scope.update(before)
-        for n, r in zip(carried, op.results):
-            self.scope[n] = _uncarry(before[n], r)
+        self.bind_carried(before, carried, op.results, restore=True)
+
+    def bind_carried(self, before, carried, values, restore=False):
+        """Bind the carried names to a loop's block arguments or results (`restore`: the scope
+        from before the loop first, so that nothing the body bound leaks out)."""
+        if restore:
+            self.scope.clear()
+            self.scope.update(before)
+        for n, v in zip(carried, values):
+            self.scope[n] = _uncarry(before[n], v)
 
     def carry_value(self, node, name, old):
         new = self.scope.get(name)
