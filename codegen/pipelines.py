@@ -7,7 +7,7 @@ ones `tile-opt --pass-pipeline=` accepts: tile passes and upstream passes mix.
 
 from __future__ import annotations
 
-TILE_OPT = ["tile-verify", "canonicalize", "cse", "tile-small-int-to-float", "tile-fuse"]
+TILE_OPT = ["tile-verify", "tile-induction-offsets", "canonicalize", "cse", "tile-small-int-to-float", "tile-fuse"]
 
 LINALG = [
     "convert-tile-to-linalg",

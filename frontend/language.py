@@ -307,6 +307,26 @@ def dot(a, b, acc=None, input_precision=None):
     Triton, the precision is then ignored)."""
 
 
+@_builtin
+def multiple_of(x, values):
+    """x, which the compiler may take to be a multiple of `values` (runs of a tile start at one)."""
+
+
+@_builtin
+def max_contiguous(x, values):
+    """x, which the compiler may take to be made of runs of `values` consecutive integers."""
+
+
+@_builtin
+def max_constancy(x, values):
+    """x, which the compiler may take to be made of runs of `values` equal integers."""
+
+
+@_builtin
+def assume(cond):
+    """A boolean the compiler may take to hold (accepted; not used yet)."""
+
+
 def cdiv(a, b):
     """Ceiling division of integers: (a + b - 1) // b; works on the host too."""
     return -(-a // b)

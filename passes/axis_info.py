@@ -44,9 +44,58 @@ class AxisInfo:
     def __call__(self, v) -> Info:
         if v in self.known:
             return self.known[v]
-        info = self._compute(v)
+        info = self._hinted(v, self._compute(v))
         self.known[v] = info
         return info
+
+    def _hinted(self, v, info: Info) -> Info:
+        """info, raised to what `tile.multiple_of`/`max_contiguous`/`max_constancy` (frontend/hints.py)
+        say of v."""
+        if isinstance(v.owner, ir.Block):
+            return info
+        attrs = v.owner.operation.attributes
+        hint = {k: ir.IntegerAttr(attrs[f"tile.{k}"]).value for k in ("contiguity", "divisibility", "constancy")
+                if f"tile.{k}" in attrs}
+        if not hint:
+            return info
+        n = _last(v)
+        return Info(min(max(info.contiguity, hint.get("contiguity", 1)), n),
+                    max(info.divisibility, hint.get("divisibility", 1)),
+                    min(max(info.constancy, hint.get("constancy", 1)), n))
+
+    def unguarded(self, d):
+        """The divisor b of the frontend's `x % b`, which reads `select(b == 0 | b == -1, 1, b)`
+        (a zero divisor never traps), where b is a kernel argument the specialization made a
+        nonzero multiple of 16, or a constant other than 0 and -1: the guard then never fires.
+        Else d itself."""
+        def op_of(v, name):
+            return None if isinstance(v.owner, ir.Block) or v.owner.operation.name != name else v.owner.operation
+
+        def scalar(v):  # through a splat
+            splat = op_of(v, "tile.splat")
+            return splat.operands[0] if splat is not None else v
+
+        def constant(v):
+            c = op_of(scalar(v), "arith.constant")
+            if c is None:
+                return None
+            attr = c.attributes["value"]
+            if isinstance(attr, ir.DenseIntElementsAttr) and attr.is_splat:
+                attr = attr.get_splat_value()
+            return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+        select = op_of(d, "arith.select")
+        if select is None or constant(select.operands[1]) != 1:
+            return d
+        b = select.operands[2]
+        guard = op_of(select.operands[0], "arith.ori")
+        tests = [op_of(t, "arith.cmpi") for t in guard.operands] if guard is not None else []
+        if len(tests) != 2 or any(t is None or t.operands[0] != b or ir.IntegerAttr(t.attributes["predicate"]).value != 0
+                                  for t in tests) or \
+                sorted(constant(t.operands[1]) or 0 for t in tests) != [-1, 0]:
+            return d
+        nonzero = self.scalar_divisibility.get(scalar(b), 1) >= 2 or constant(b) not in (None, 0, -1)
+        return b if nonzero else d
 
     def _compute(self, v) -> Info:
         n = _last(v)
@@ -94,7 +143,7 @@ class AxisInfo:
             contiguity = max(min(a.contiguity, b.constancy), min(b.contiguity, a.constancy) if name == "arith.addi" else 1)
             return Info(min(contiguity, n), math.gcd(a.divisibility, b.divisibility), min(a.constancy, b.constancy, n))
         if name in ("arith.remsi", "arith.remui"):
-            a, b = self(op.operands[0]), self(op.operands[1])
+            a, b = self(op.operands[0]), self(self.unguarded(op.operands[1]))
             if b.constancy < n and b.constancy != BIG:
                 return Info(1, 1, 1)
             # Runs of a keep going until they cross a multiple of b.

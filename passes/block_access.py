@@ -222,6 +222,7 @@ def match_store_block(store) -> Block | None:
 
 
 def _match(offsets, mask) -> Block | None:
+    offsets, base = _strip_base(offsets)
     offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
     if offs is None or masks is None:
         return None
@@ -232,4 +233,92 @@ def _match(offsets, mask) -> Block | None:
     row, col = _start(row_vec), _start(col_vec)
     if row is None or col is None:
         return None
+    if base is not None:
+        shifted = _shifts(base, (row, rows, row_stride), (col, cols, col_stride))
+        if shifted is None:
+            return None
+        (row, rows), (col, cols) = shifted
     return Block(row, col, rows, cols, row_stride if row_stride is not None else col_stride, transposed=row_stride is None)
+
+
+def _strip_base(offsets):
+    """(x, b) for offsets = x + splat(b) (a pointer a loop advanced, `tile-induction-offsets`),
+    else (offsets, None)."""
+    op, _ = _owner(offsets)
+    if op is not None and op.name == "arith.addi":
+        for a, b in (op.operands, list(op.operands)[::-1]):
+            if _splat(b) is not None and _splat(a) is None:
+                return a, _splat(b)
+    return offsets, None
+
+
+def _shifts(base, *axes):
+    """The block a pointer advanced by `base` elements reads, as the index form would: the
+    mask then bounds the advance too (`rk < K - k * BK`), so each axis whose bound is
+    `n - d` moved by d rows (or columns), where base == sum of d * stride; the start
+    (None, c) becomes (d, c) and the bound n. ((row, rows), (col, cols)), or None where
+    base is not such a sum.
+
+        offsets = rm[:, None] * s + rk[None, :] + splat(k * BK)
+        mask    = (rm[:, None] < M) & (rk[None, :] < K - k * BK)    ->  col = (k * BK, 0), cols = K
+    """
+    target = _poly(base)
+    moves = []
+    for start, bound, _ in axes:
+        op, _ = _owner(bound)
+        moves.append(op.operands if op is not None and op.name == "arith.subi" and start[0] is None else None)
+    for which in ((0, 1), (0,), (1,)):
+        if any(moves[a] is None for a in which):
+            continue
+        total: dict = {}
+        for a in which:
+            stride = axes[a][2]
+            _add(total, _times(_poly(moves[a][1]), _poly(stride) if stride is not None else {(): 1}))
+        if {k: c for k, c in total.items() if c} == {k: c for k, c in target.items() if c}:
+            return tuple(((moves[a][1], start[1]), moves[a][0]) if a in which else (start, bound)
+                         for a, (start, bound, _) in enumerate(axes))
+    return None
+
+
+def _poly(v) -> dict:
+    """An i32 scalar as a polynomial in the values it is made of: {(leaves...): coefficient},
+    so that k * (BK * s) and (k * BK) * s compare equal."""
+    op, v = _owner(v)
+    if op is not None and op.name == "arith.constant" and isinstance(op.attributes["value"], ir.IntegerAttr):
+        return {(): ir.IntegerAttr(op.attributes["value"]).value}
+    if op is not None and op.name in ("arith.addi", "arith.subi"):
+        out = dict(_poly(op.operands[0]))
+        _add(out, _poly(op.operands[1]), -1 if op.name == "arith.subi" else 1)
+        return out
+    if op is not None and op.name == "arith.muli":
+        return _times(_poly(op.operands[0]), _poly(op.operands[1]))
+    return {(_Leaf(v),): 1}
+
+
+class _Leaf:
+    """A value as a polynomial's variable: equal by identity, ordered by hash."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return self.v == other.v
+
+    def __hash__(self):
+        return hash(self.v)
+
+    def __lt__(self, other):
+        return hash(self.v) < hash(other.v)
+
+
+def _add(into: dict, p: dict, sign: int = 1):
+    for k, c in p.items():
+        into[k] = into.get(k, 0) + sign * c
+
+
+def _times(p: dict, q: dict) -> dict:
+    out: dict = {}
+    for k1, c1 in p.items():
+        for k2, c2 in q.items():
+            _add(out, {tuple(sorted(k1 + k2)): c1 * c2})
+    return out

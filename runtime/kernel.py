@@ -288,18 +288,19 @@ def _spec_of(v):
     if isinstance(v, bool):
         return bool
     if isinstance(v, int):
-        return (int, v == 1, v % 16 == 0, -(2**31) <= v < 2**31, -(2**63) <= v < 2**63)
+        return (int, v == 1, v != 0 and v % 16 == 0, -(2**31) <= v < 2**31, -(2**63) <= v < 2**63)
     return type(v)
 
 
 def _divisible_args(kernel, values) -> str:
-    """Run-time arguments that are multiples of 16 (ints) or 16-byte aligned (tensors),
-    as Triton specializes: they let loads and stores be 16-byte vectors."""
+    """Run-time arguments that are nonzero multiples of 16 (ints) or 16-byte aligned (tensors),
+    as Triton specializes: they let loads and stores be 16-byte vectors (and `x % n` keep x's
+    runs, n never being 0: `axis_info.unguarded`)."""
     idx, out = 0, []
     for p, v in zip(kernel.params, values):
         if p.name in kernel.constexprs:
             continue
-        if (is_tensor(v) and v.data_ptr() % 16 == 0) or (isinstance(v, int) and not isinstance(v, bool) and v % 16 == 0):
+        if (is_tensor(v) and v.data_ptr() % 16 == 0) or (isinstance(v, int) and not isinstance(v, bool) and v != 0 and v % 16 == 0):
             out.append(str(idx))
         idx += 1
     return ",".join(out)

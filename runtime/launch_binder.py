@@ -147,7 +147,7 @@ class FastLaunch:
                 guards.append(f"{n}.__class__ is not {pre}{ {'i': 'int', 'f': 'float', 'b': 'bool'}[kind] }")
                 if kind == "i":  # ==1 is folded; multiples of 16 and the int32 range are specialized
                     # (and past int64's a miss, which raises)
-                    key += [f"{n} == 1", f"not {n} & 15", f"-2147483648 <= {n} <= 2147483647",
+                    key += [f"{n} == 1", f"{n} != 0 and not {n} & 15", f"-2147483648 <= {n} <= 2147483647",
                             f"-9223372036854775808 <= {n} <= 9223372036854775807"]
                 flat.append(n)
         for j, n in enumerate(tensors):  # (`wide`: from the storage's bytes, read once)
