@@ -112,15 +112,7 @@ class Kernel(FastLaunch):
         return launch
 
     def _generic(self, grid):
-        def launch(*args, **kwargs):
-            __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
-            try:
-                return self.run(grid, args, kwargs)
-            except TileError as e:
-                # Errors name the user's line; the compiler's frames would only hide it.
-                raise e.with_traceback(None) from None
-
-        return launch
+        return generic_launch(self.run, grid)
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
@@ -271,6 +263,19 @@ class Kernel(FastLaunch):
 
 
 
+
+
+def generic_launch(run, grid):
+    """`launch(*args, **kwargs)` calling `run(grid, args, kwargs)`, whose errors show the user's frame."""
+    def launch(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
+        try:
+            return run(grid, args, kwargs)
+        except TileError as e:
+            # Errors name the user's line; the compiler's frames would only hide it.
+            raise e.with_traceback(None) from None
+
+    return launch
 
 
 def _exact(v):
