@@ -126,11 +126,11 @@ def _meta_copy(v):
 _JOBS: list = []  # set before the worker processes fork, so nothing needs pickling
 
 
-def _compile_one(kernel, args, kwargs, target) -> TileError | None:
-    """None, or why this configuration does not compile (it is then left out, as in Triton)."""
+def _compile_one(kernel, args, kwargs, target, build: bool = True) -> TileError | bool | None:
+    """None, or why this configuration does not compile (it is then left out, as in Triton);
+    not `build`: False if it is not in the cache yet."""
     try:
-        kernel.compile(*args, target=target, **kwargs)
-        return None
+        return None if kernel.compiled(args, kwargs, target, build) is not None else False
     except TileError as e:
         return e.with_traceback(None)
 
@@ -275,17 +275,25 @@ class Autotuner:
         meta_args = [_meta_copy(a) for a in args]
         meta_kwargs = {k: _meta_copy(v) for k, v in kwargs.items()}
         jobs = [(self.kernel, meta_args, {**meta_kwargs, **c.all_kwargs()}, target) for c in configs]
-        workers = self.workers or min(len(jobs), os.cpu_count() or 1)
+        # Those in the cache (or failing before the compiler, as a bad launch) are loaded here:
+        # forking workers only to load entries cost seconds.
+        errors = [_compile_one(*job, build=False) for job in jobs]
+        todo = [i for i, e in enumerate(errors) if e is False]
+        workers = min(self.workers or os.cpu_count() or 1, len(todo))
         if workers <= 1:
-            return [_compile_one(*job) for job in jobs]
-        # fork: children inherit the jobs and the compiler already imported; they touch no GPU.
-        _JOBS[:] = jobs
-        try:
-            ctx = multiprocessing.get_context("fork")
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-                return list(pool.map(_compile_job, range(len(_JOBS))))
-        finally:
-            _JOBS.clear()
+            built = [_compile_one(*jobs[i]) for i in todo]
+        else:
+            # fork: children inherit the jobs and the compiler already imported; they touch no GPU.
+            _JOBS[:] = [jobs[i] for i in todo]
+            try:
+                ctx = multiprocessing.get_context("fork")
+                with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                    built = list(pool.map(_compile_job, range(len(_JOBS))))
+            finally:
+                _JOBS.clear()
+        for i, e in zip(todo, built):
+            errors[i] = e
+        return errors
 
     def _launch(self, grid, args, kwargs, config: Config):
         return self.kernel[grid](*args, **kwargs, **config.all_kwargs())
@@ -315,12 +323,18 @@ class Autotuner:
     def _tune(self, grid, args, kwargs, key: str) -> Config | None:
         """The best config for key: saved, the only one left by pruning, or timed. None for an
         ahead-of-time build, which only compiles them."""
-        index = self._saved_choice(key) if self.cache_results else None
-        if index is not None:
-            return self.configs[index]
         configs = self.prune_configs(self.nargs, kwargs)
         if len(configs) == 1:
             return configs[0]
+        # A choice among these only, as Triton's disk cache keys it; none saved for configs that
+        # early_config_prune made anew (the record holds indices into `configs`).
+        indices = [self.configs.index(c) if c in self.configs else None for c in configs]
+        if len(configs) < len(self.configs):
+            key += ";configs=" + ",".join(map(str, indices))
+        record = self.cache_results and None not in indices
+        index = self._saved_choice(key) if record else None
+        if index is not None:
+            return self.configs[index]
         errors = self.compile_all(args, kwargs, configs)
         if all(errors):
             raise self._no_config_compiles(configs, errors)
@@ -334,7 +348,7 @@ class Autotuner:
         self.timings[key] = [timed.get(c, math.inf) for c in self.configs]
         # The trials accumulated into reset_to_zero's tensors: zero them for the real launch.
         self.pre_hook({**self.nargs, **kwargs, **best.all_kwargs()}, reset_only=True)
-        if self.cache_results:
+        if record:
             self._save(key, self.configs.index(best))
         return best
 

@@ -192,13 +192,16 @@ def _compiler(kernel, target: str, options: dict, path: str):
     return build
 
 
-def load_or_build(kernel, signature, target: str, options: dict):
+def load_or_build(kernel, signature, target: str, options: dict, build: bool = True):
+    """The launcher of a cache entry, built first if it is missing; None then if not `build`."""
     key = key_for(kernel, signature, target, options)
     path = os.path.join(cache_dir(), key)
     want_dumps = bool(os.environ.get("TILE_DUMP_IR"))
     entry = _read_entry(path, target)
     if entry is not None and want_dumps and not _has_dumps(path):
         entry = None
+    if entry is None and not build:
+        return None
     if entry is None:
         build = _compiler(kernel, target, options, path)
         try:

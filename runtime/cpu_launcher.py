@@ -22,17 +22,24 @@ def _descriptor_type(rank: int):
 class CpuLauncher:
     def __init__(self, metadata: dict, llvm_mlir: str):
         self.metadata, self.name = metadata, metadata["name"]
-        from mlir import ir
-        from mlir.execution_engine import ExecutionEngine
-
-        self._ctx = ir.Context()
-        self._ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
-        with self._ctx:
-            module = ir.Module.parse(llvm_mlir)
-            add_float_runtime(module, llvm_mlir)
-            self._engine = ExecutionEngine(module, opt_level=2)
+        self._llvm_mlir = llvm_mlir
+        self._engine = None  # JIT-compiled on the first launch: autotune loads many configs and runs few
         self._args = metadata["args"]
         self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
+
+    def engine(self):
+        if self._engine is None:
+            from mlir import ir
+            from mlir.execution_engine import ExecutionEngine
+
+            ctx = ir.Context()
+            ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
+            with ctx:
+                module = ir.Module.parse(self._llvm_mlir)
+                add_float_runtime(module, self._llvm_mlir)
+                engine = ExecutionEngine(module, opt_level=2)
+            self._ctx, self._engine = ctx, engine
+        return self._engine
 
     def check(self, values):
         """Called once per new argument signature, not per launch."""
@@ -57,4 +64,4 @@ class CpuLauncher:
             c = ctypes.c_int32(g)
             keep.append(c)
             packed.append(ctypes.pointer(c))
-        self._engine.invoke(self.name, *packed)
+        (self._engine or self.engine()).invoke(self.name, *packed)

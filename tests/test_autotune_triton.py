@@ -181,6 +181,14 @@ def test_prune_configs_by(tmp_path, monkeypatch):
     one[_grid](x, out, 200)  # one config left: launched without timing
     torch.testing.assert_close(out, 3 * x)
     assert timed == [] and one.best_config(x, out, 200).kwargs["BLOCK"] == 64
+    # Pruning may make configs anew (Triton's matmul lowers num_stages so): tuned, not saved.
+    remade = tile.autotune(configs, key=["n"], workers=1, warmup=1, rep=1, prune_configs_by={
+        "early_config_prune": lambda cs, nargs: [tile.Config(c.kwargs, num_stages=1) for c in cs[:2]]})(scale_kernel)
+    saved = remade._load_record()
+    remade[_grid](x, out, 200)
+    torch.testing.assert_close(out, 3 * x)
+    assert remade.best_config(x, out, 200).num_stages == 1
+    assert remade._load_record() == saved
     with pytest.raises(tile.TileError, match="early_config_prune left no config"):
         tile.autotune(configs, key=["n"], prune_configs_by={"early_config_prune": lambda c, a: []})(scale_kernel)[_grid](
             x, out, 7)
@@ -272,3 +280,28 @@ def test_different_compile_errors_each_once(tmp_path, monkeypatch):
         tile.autotune(configs, key=["n"], workers=1)(scale_kernel)[_grid](x, torch.empty_like(x), 100)
     text = str(e.value)
     assert text.count("power of two") == 2 and "configs Config({'BLOCK': 100}" in text
+
+
+# ---- 4. reloading configs already in the disk cache ---------------------------------------
+def test_reload_of_cached_configs_is_fast(tmp_path, monkeypatch):
+    """Every config already compiled (a later process): each used to be loaded in a forked
+    worker and JIT-compiled for the CPU, 13-36 s for 16-48 configs. Now each is a cache read
+    here, with no worker and no JIT until a config runs."""
+    import multiprocessing
+    import time
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    configs = [tile.Config({"BLOCK": b}, num_warps=w) for b in (32, 64, 128, 256) for w in (1, 2, 4, 8)]
+    x = torch.randn(1000)
+    args = (x, torch.empty_like(x), 1000)
+    # (new kernel objects: none has launchers in memory, which another test's cache dir filled)
+    assert not any(tile.autotune(configs, key=["n"], workers=2)(tile.kernel(scale_kernel.fn)).compile_all(args, {}))
+    fresh = tile.kernel(scale_kernel.fn)  # as a new process sees it: nothing in memory
+    monkeypatch.setattr(multiprocessing, "get_context", lambda *a: pytest.fail("forked workers for cached configs"))
+    t0 = time.perf_counter()
+    errors = tile.autotune(configs, key=["n"], workers=2)(fresh).compile_all(args, {})
+    seconds = time.perf_counter() - t0
+    assert errors == [None] * len(configs)
+    assert len(fresh._launchers) == len(configs)
+    assert all(launcher._engine is None for launcher in fresh._launchers.values())  # no JIT yet
+    assert seconds < 3, f"{len(configs)} cached configs took {seconds:.2f} s to load"
