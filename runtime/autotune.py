@@ -283,7 +283,14 @@ class Autotuner:
         if workers <= 1:
             built = [_compile_one(*jobs[i]) for i in todo]
         else:
-            # fork: children inherit the jobs and the compiler already imported; they touch no GPU.
+            # fork: children inherit the jobs and the compiler already imported, and the kernel's
+            # tree parsed here (each built the parser's tables otherwise); they touch no GPU.
+            from ..frontend.parser import parse_function
+
+            try:
+                parse_function(self.kernel.fn)
+            except TileError:
+                pass  # (each worker reports it, and it is raised once)
             _JOBS[:] = [jobs[i] for i in todo]
             try:
                 ctx = multiprocessing.get_context("fork")

@@ -7,6 +7,7 @@ sizes, strides in elements), following the ABI recorded at compile time.
 from __future__ import annotations
 
 import ctypes
+import threading
 
 from .arguments import CTYPES, check_values
 from .cpu_float_runtime import add_float_runtime
@@ -19,6 +20,9 @@ def _descriptor_type(rank: int):
     return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
 
 
+_JIT_LOCK = threading.Lock()
+
+
 class CpuLauncher:
     def __init__(self, metadata: dict, llvm_mlir: str):
         self.metadata, self.name = metadata, metadata["name"]
@@ -28,18 +32,21 @@ class CpuLauncher:
         self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
 
     def engine(self):
-        if self._engine is None:
-            from mlir import ir
-            from mlir.execution_engine import ExecutionEngine
+        with _JIT_LOCK:  # (threads launching it first at once: one JIT)
+            return self._engine or self._jit()
 
-            ctx = ir.Context()
-            ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
-            with ctx:
-                module = ir.Module.parse(self._llvm_mlir)
-                add_float_runtime(module, self._llvm_mlir)
-                engine = ExecutionEngine(module, opt_level=2)
-            self._ctx, self._engine = ctx, engine
-        return self._engine
+    def _jit(self):
+        from mlir import ir
+        from mlir.execution_engine import ExecutionEngine
+
+        ctx = ir.Context()
+        ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
+        with ctx:
+            module = ir.Module.parse(self._llvm_mlir)
+            add_float_runtime(module, self._llvm_mlir)
+            engine = ExecutionEngine(module, opt_level=2)
+        self._ctx, self._engine = ctx, engine
+        return engine
 
     def check(self, values):
         """Called once per new argument signature, not per launch."""
