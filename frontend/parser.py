@@ -37,6 +37,14 @@ _parser_instance: Lark | None = None
 _trees: dict = {}  # source -> tree, in this process
 
 
+def _new_lock():
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock)  # (a fork while another thread parses: not inherited held)
+
+
 def _cache_path(name: str) -> str:
     return os.path.join(cache_dir(), "parser", name)
 

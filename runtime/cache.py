@@ -193,6 +193,15 @@ def _compiler(kernel, target: str, options: dict, path: str):
 _BUILD_LOCK = threading.Lock()
 
 
+def _new_build_lock():
+    global _BUILD_LOCK
+    _BUILD_LOCK = threading.Lock()
+
+
+# A process forked while another thread builds (autotune's workers) would inherit the lock held.
+os.register_at_fork(after_in_child=_new_build_lock)
+
+
 def _usable_entry(path: str, target: str, want_dumps: bool):
     """The entry at path, unless dumps are asked for and it was built without them (it is then rebuilt)."""
     entry = _read_entry(path, target)
