@@ -112,15 +112,7 @@ class Kernel(FastLaunch):
         return launch
 
     def _generic(self, grid):
-        def launch(*args, **kwargs):
-            __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
-            try:
-                return self.run(grid, args, kwargs)
-            except TileError as e:
-                # Errors name the user's line; the compiler's frames would only hide it.
-                raise e.with_traceback(None) from None
-
-        return launch
+        return generic_launch(self.run, grid)
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
@@ -211,7 +203,9 @@ class Kernel(FastLaunch):
         return repr(values)
 
     # ---- compile and launch --------------------------------------------------------
-    def launcher(self, values, options, target):
+    def launcher(self, values, options, target, build: bool = True):
+        """The specialization's launcher, from memory, the disk cache or (`build`) the compiler;
+        None if it is in none of them and not `build`."""
         sig = self.signature(values)
         if target != "cpu":
             options = {**options, "divisible_args": _divisible_args(self, values),
@@ -222,13 +216,19 @@ class Kernel(FastLaunch):
                os.environ.get("TILE_DUMP_IR"), self.captured_values())
         found = self._launchers.get(key)
         if found is None:
-            found = self._launchers[key] = cache.load_or_build(self, sig, target, options)
+            found = cache.load_or_build(self, sig, target, options, build)
+            if found is not None:
+                self._launchers[key] = found
         return found
 
     def compile(self, *args, target: str | None = None, **kwargs):
         """Compile one specialization ahead of time (no launch); returns its launcher."""
+        return self.compiled(args, kwargs, target)
+
+    def compiled(self, args, kwargs, target: str | None = None, build: bool = True):
+        """`compile`'s launcher; None if it is not compiled yet and not `build`."""
         values, options = self.bind(list(args), dict(kwargs))
-        return self.launcher(values, options, target or self.target_for(values))
+        return self.launcher(values, options, target or self.target_for(values), build)
 
     def _fast_key(self, env, args, kwargs):
         """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
@@ -271,6 +271,19 @@ class Kernel(FastLaunch):
 
 
 
+
+
+def generic_launch(run, grid):
+    """`launch(*args, **kwargs)` calling `run(grid, args, kwargs)`, whose errors show the user's frame."""
+    def launch(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
+        try:
+            return run(grid, args, kwargs)
+        except TileError as e:
+            # Errors name the user's line; the compiler's frames would only hide it.
+            raise e.with_traceback(None) from None
+
+    return launch
 
 
 def _exact(v):
