@@ -167,33 +167,6 @@ def _store(pointer, value, mask=None):
     tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
 
 
-def _atomic(kind: str, pointer, value, mask):
-    p = _pointer(pointer, f"atomic_{kind}'s pointer")
-    allowed = tile_ops.ATOMIC_KINDS[kind]
-    if p.base.dtype.mlir not in allowed:
-        names = " or ".join({"f32": "float32", "i32": "int32"}[t] for t in allowed)
-        raise SemanticError(f"atomic_{kind} takes {names} tensors, but '{p.base.name}' is {p.base.dtype.name}")
-    value = semantics.cast(_tile(value, "value"), p.base.dtype)
-    offsets, mask, shape = _access(p, mask, value)
-    value = semantics.broadcast_to(value, shape) if shape else value
-    return Tile(tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value))
-
-
-@emitter("atomic_add")
-def _atomic_add(pointer, value, mask=None):
-    return _atomic("add", pointer, value, mask)
-
-
-@emitter("atomic_max")
-def _atomic_max(pointer, value, mask=None):
-    return _atomic("max", pointer, value, mask)
-
-
-@emitter("atomic_min")
-def _atomic_min(pointer, value, mask=None):
-    return _atomic("min", pointer, value, mask)
-
-
 def _indices(tensor: TensorArg, index) -> list[ir.Value]:
     if not isinstance(index, (tuple, list)):
         index = (index,)
@@ -374,4 +347,4 @@ def tile_method(t: Tile, name: str):
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)
+from . import atomics, random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)
