@@ -6,6 +6,7 @@ spin lock, and, on a GPU target, one update per element where threads hold copie
 import importlib
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -224,3 +225,121 @@ def test_bad_sem_or_scope_is_an_error_at_the_line(sem, scope, message):
     with pytest.raises(tile.CompilationError, match=re.escape(message)) as e:
         bad_sem_kernel[(1,)](torch.zeros(16, dtype=torch.int32), SEM=sem, SCOPE=scope)
     assert "tile.atomic_xchg(x + tile.arange(0, 16), 1, sem=SEM, scope=SCOPE)" in str(e.value)
+
+
+@tile.kernel
+def scatter_kernel(y, idx, v, old, n, OP: tile.constexpr, BLOCK: tile.constexpr):
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    m = offs < n
+    p = y + tile.load(idx + offs, mask=m)
+    val = tile.load(v + offs, mask=m)
+    if OP == "add":
+        got = tile.atomic_add(p, val, mask=m)
+    elif OP == "max":
+        got = tile.atomic_max(p, val, mask=m)
+    elif OP == "min":
+        got = tile.atomic_min(p, val, mask=m, sem="relaxed")
+    elif OP == "and":
+        got = tile.atomic_and(p, val, mask=m)
+    elif OP == "or":
+        got = tile.atomic_or(p, val, mask=m, scope="cta")
+    else:
+        got = tile.atomic_xor(p, val, mask=m)
+    tile.store(old + offs, got, mask=m)
+
+
+def _scatter(op, dtype, idx, device="cpu", BLOCK=32):
+    torch.manual_seed(2)
+    n = len(idx)
+    if dtype.is_floating_point:  # (whole numbers: sums exact in any order, even in float16)
+        v, y0 = torch.randint(-40, 40, (n,)).to(dtype), torch.randint(-40, 40, (11,)).to(dtype)
+    else:
+        v, y0 = torch.randint(-2**30, 2**30, (n,), dtype=dtype), torch.randint(-2**30, 2**30, (11,), dtype=dtype)
+    y, old = y0.clone().to(device), torch.zeros(n, dtype=dtype, device=device)
+    scatter_kernel[(-(-n // BLOCK),)](y, idx.to(device), v.to(device), old, n, OP=op, BLOCK=BLOCK)
+    return y0, v, y, old
+
+
+def _reference(op, y0, idx, v):
+    if op in ("add", "max", "min"):
+        return y0.scatter_reduce(0, idx.long(), v, {"add": "sum", "max": "amax", "min": "amin"}[op])
+    out = y0.numpy().copy()
+    {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op].at(out, idx.numpy(), v.numpy())
+    return torch.from_numpy(out)
+
+
+CASES = [("add", torch.int64), ("add", torch.float64), ("add", torch.float16), ("add", torch.bfloat16),
+         ("max", torch.int64), ("max", torch.float32), ("min", torch.float32), ("min", torch.float64),
+         ("and", torch.int32), ("or", torch.int64), ("xor", torch.int32), ("xor", torch.int64)]
+
+
+@pytest.mark.parametrize("op, dtype", CASES)
+def test_atomic_kinds_and_dtypes_against_torch(op, dtype):
+    """37 elements, two programs of 32: into 11 places (many updates of each, their result
+    against torch), and through a permutation (one update each: the old values)."""
+    idx = torch.randint(0, 11, (37,), generator=torch.Generator().manual_seed(3), dtype=torch.int32)
+    y0, v, y, _ = _scatter(op, dtype, idx)
+    torch.testing.assert_close(y, _reference(op, y0, idx, v), rtol=0, atol=0)
+    perm = torch.randperm(11, generator=torch.Generator().manual_seed(4)).to(torch.int32)
+    y0, v, y, old = _scatter(op, dtype, perm)
+    assert torch.equal(old, y0[perm.long()]) and torch.equal(y, _reference(op, y0, perm, v[:11]))
+
+
+PTX = {("add", torch.int64): ["add.u64"], ("add", torch.float64): ["add.f64"], ("add", torch.float16): ["add.noftz.f16"],
+       ("add", torch.bfloat16): ["add.noftz.bf16"], ("max", torch.int64): ["max.s64"],
+       ("max", torch.float32): ["max.s32", "min.u32"], ("min", torch.float32): ["min.s32", "max.u32"],
+       ("min", torch.float64): ["min.s64", "max.u64"], ("and", torch.int32): ["and.b32"], ("or", torch.int64): ["or.b64"],
+       ("xor", torch.int32): ["xor.b32"], ("xor", torch.int64): ["xor.b64"]}
+
+
+@pytest.mark.parametrize("op, dtype", CASES)
+def test_atomic_kinds_and_dtypes_ptx(gpu_target, op, dtype):
+    """Each atom with its sem and scope; a float max or min is two, on the bits."""
+    gpu_target("sm_90a")
+    scatter_kernel._launchers.clear()
+    _scatter(op, dtype, torch.zeros(37, dtype=torch.int32), device="meta")
+    (launcher,) = scatter_kernel._launchers.values()
+    ptx = launcher.asm["ptx"]
+    order = {"min": "relaxed.gpu", "or": "acq_rel.cta"}.get(op, "acq_rel.gpu")
+    found = re.findall(r"@%p\d+ atom\.(\S+) ", ptx)  # (LLVM may copy a 16-bit one into both arms of a branch)
+    assert set(found) == {f"{order}.global.{i}" for i in PTX[op, dtype]}, ptx
+
+
+def test_bfloat16_atomic_add_needs_sm_90(gpu_target):
+    gpu_target("sm_80")
+    scatter_kernel._launchers.clear()
+    _scatter("add", torch.float16, torch.zeros(37, dtype=torch.int32), device="meta")  # (float16's is sm_70's)
+    (launcher,) = scatter_kernel._launchers.values()
+    assert "atom.acq_rel.gpu.global.add.noftz.f16" in launcher.asm["ptx"]
+    with pytest.raises(tile.CompilationError, match="atomic_add on bfloat16 needs sm_90") as e:
+        _scatter("add", torch.bfloat16, torch.zeros(37, dtype=torch.int32), device="meta")
+    assert "got = tile.atomic_add(p, val, mask=m)" in str(e.value)
+
+
+@tile.kernel
+def barrier_kernel(x, y, B: tile.constexpr, DOT: tile.constexpr):
+    r = tile.arange(0, B)
+    v = tile.load(x + r[:, None] * B + r[None, :])
+    if DOT:
+        v = tile.dot(v, v)
+    tile.store(y + r[:, None] * B + r[None, :], v)
+    tile.debug_barrier()
+    tile.store(y + r[:, None] * B + r[None, :], v + tile.load(y + r[None, :] * B + r[:, None]))
+
+
+def test_debug_barrier(gpu_target):
+    """Nothing on the CPU (v + v.T read back after the barrier); `bar.sync 0` between the
+    stores and the load on a GPU; an error where the dot takes the linalg path, which has none."""
+    x = torch.randn(16, 16)
+    y = torch.empty(16, 16)
+    barrier_kernel[(1,)](x, y, B=16, DOT=False)
+    assert torch.equal(y, x + x.T)
+    gpu_target("sm_90a")
+    barrier_kernel._launchers.clear()
+    barrier_kernel[(1,)](x.to("meta"), y.to("meta"), B=16, DOT=False)
+    (launcher,) = barrier_kernel._launchers.values()
+    ptx = launcher.asm["ptx"]
+    first_store, last_load = ptx.index("st.global"), ptx.rindex("ld.global")
+    assert re.search(r"bar\.sync\s+0;", ptx[first_store:last_load])
+    with pytest.raises(tile.CompilationError, match="debug_barrier is not supported on a GPU in a kernel whose dot takes the linalg path"):
+        barrier_kernel[(1,)](x.to("meta"), y.to("meta"), B=16, DOT=True)
