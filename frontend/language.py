@@ -55,13 +55,16 @@ def full(shape, value, dtype):
 
 
 @_builtin
-def load(pointer, mask=None, other=None):
-    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere."""
+def load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False):
+    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere.
+    On a GPU: `cache_modifier` ".ca", ".cg", ".cs", ".cv"; `eviction_policy` "evict_first",
+    "evict_last", "evict_normal"; `volatile` reads memory every time (`ld.volatile`)."""
 
 
 @_builtin
-def store(pointer, value, mask=None):
-    """Triton form: write `value` to `tensor + offsets` where `mask` holds."""
+def store(pointer, value, mask=None, cache_modifier="", eviction_policy="", volatile=False):
+    """Triton form: write `value` to `tensor + offsets` where `mask` holds (`cache_modifier`
+    ".wb", ".cg", ".cs", ".wt" and the load's other options, on a GPU)."""
 
 
 @_builtin
