@@ -105,3 +105,26 @@ def test_bad_hints_are_errors_at_the_line(cache, evict, volatile, store, message
     with pytest.raises(tile.CompilationError, match=re.escape(message)) as e:
         bad_hint_kernel[(1,)](torch.zeros(16), CACHE=cache, EVICT=evict, VOLATILE=volatile, STORE=store)
     assert line in str(e.value)
+
+
+@tile.kernel
+def loop_kernel(x, y, n, BLOCK: tile.constexpr, VOLATILE: tile.constexpr):
+    acc = tile.zeros((BLOCK,), tile.float32)
+    for i in tile.range(0, n, num_stages=3):
+        acc += tile.load(x + i * BLOCK + tile.arange(0, BLOCK), volatile=VOLATILE)
+    tile.store(y + tile.arange(0, BLOCK), acc)
+
+
+def test_volatile_loads_are_not_read_ahead(gpu_target):
+    """A pipelined loop reads its loads stages ahead (cp.async), but not a volatile one: it
+    stays an `ld.volatile` where the loop body reads it."""
+    x, y = torch.randn(5 * 512), torch.empty(512)
+    loop_kernel[(1,)](x, y, 5, BLOCK=512, VOLATILE=True)
+    torch.testing.assert_close(y, x.view(5, 512).sum(0))
+    gpu_target()
+    for volatile in (False, True):
+        loop_kernel._launchers.clear()
+        loop_kernel[(1,)](x.to("meta"), y.to("meta"), 5, BLOCK=512, VOLATILE=volatile)
+        (launcher,) = loop_kernel._launchers.values()
+        ptx = launcher.asm["ptx"]
+        assert ("cp.async" in ptx) != volatile and ("ld.volatile.global.v4.b32" in ptx) == volatile
