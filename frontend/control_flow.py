@@ -188,7 +188,12 @@ class ControlFlow:
         cond_node, body, orelse = (list(node.children) + [None])[:3]
         if orelse is not None:
             raise self.error(node, "unsupported Python construct: while ... else")
-        first = self.expr(cond_node)
+        # Evaluated once to tell a compile-time condition, in a region thrown away after: a
+        # side effect in it (the spin lock's `atomic_cas`) must run only in the loop's test.
+        probe = scf.ExecuteRegionOp([])
+        with ir.InsertionPoint(probe.regions[0].blocks.append()):
+            first = self.expr(cond_node)
+        probe.operation.erase()
         if not is_runtime(first):
             if first:  # (it could only end by a break, which the language does not have)
                 raise self.error(cond_node, "a while loop's condition must be a run-time value: this one never changes")
