@@ -25,7 +25,7 @@ from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
 from ..frontend.names import captured, described
-from . import cache
+from . import cache, host_descriptors
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
@@ -227,6 +227,9 @@ class Kernel(FastLaunch):
 
     def compile(self, *args, target: str | None = None, **kwargs):
         """Compile one specialization ahead of time (no launch); returns its launcher."""
+        if host_descriptors.present(args, kwargs):
+            view, flat, options = host_descriptors.expanded(self, args, kwargs)
+            return view.compile(*flat, target=target, **options)
         values, options = self.bind(list(args), dict(kwargs))
         return self.launcher(values, options, target or self.target_for(values))
 
@@ -242,6 +245,9 @@ class Kernel(FastLaunch):
         return tuple(key)
 
     def run(self, grid, args, kwargs):
+        if host_descriptors.present(args, kwargs):  # launched by a view whose parameters are their parts
+            view, flat, options = host_descriptors.expanded(self, args, kwargs)
+            return view.run(grid, flat, options)
         env = read_env()
         try:
             fast = self._fast_key(env, args, kwargs)
