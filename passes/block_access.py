@@ -157,14 +157,18 @@ def _term(axis, t):
     return None
 
 
-def _mask_term(v):
-    """(axis, vector, bound) of one `&` operand of the mask: vector < bound."""
+SLT, ULT = 2, 6  # arith.cmpi predicates
+
+
+def _mask_term(v, predicates=(SLT,)):
+    """(axis, vector, bound) of one `&` operand of the mask: vector < bound (signed; also
+    unsigned where `predicates` has ULT: a negative index out of bounds too, as TMA takes it)."""
     found = _under_broadcast(v)
     if found is None:
         return None
     axis, t = found
     op, _ = _owner(t)
-    if op is None or op.name != "arith.cmpi" or ir.IntegerAttr(op.attributes["predicate"]).value != 2:  # slt
+    if op is None or op.name != "arith.cmpi" or ir.IntegerAttr(op.attributes["predicate"]).value not in predicates:
         return None
     vec, bound = _vector(op.operands[0]), _splat(op.operands[1])
     return (axis, vec, bound) if vec is not None and bound is not None else None
@@ -222,7 +226,7 @@ def match_store_block(store) -> Block | None:
 
 
 def _match(offsets, mask) -> Block | None:
-    offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
+    offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", lambda v: _mask_term(v, (SLT, ULT)))
     if offs is None or masks is None:
         return None
     (_, row_vec, row_stride), (_, col_vec, col_stride) = offs
