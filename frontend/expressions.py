@@ -294,6 +294,8 @@ class Expressions:
     def arguments(self, node):
         args, kwargs = [], {}
         for c in node.children if node is not None else []:
+            if c is None:  # (a trailing comma: `f(a, b,)`)
+                continue
             if isinstance(c, Tree) and c.data == "argvalue":
                 kwargs[_name(c.children[0])] = self.expr(c.children[1])
             elif isinstance(c, Tree) and c.data in ("starargs", "kwargs", "stararg"):
