@@ -200,6 +200,8 @@ class BlockPointer(Aggregate):
 def _make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
     block = _block_shape(block_shape, "block_shape")
     rank = len(block)
+    if rank > 5:
+        raise SemanticError(f"a tensor descriptor has 1 to 5 dims, got {rank}")
     shape, strides = _ints(shape, rank, "shape"), _ints(strides, rank, "strides")
     if not (type(strides[-1]) is int and strides[-1] == 1):
         raise SemanticError(f"a tensor descriptor's last stride must be 1 (its last dim contiguous), got "
