@@ -323,3 +323,37 @@ def test_block_ptr_matmul_sm90a(gpu_target):
     launcher = block_ptr_matmul.compile(a, b, c, 512, 512, 512, *a.stride(), *b.stride(), *c.stride(),
                                         BM=128, BN=128, BK=64, num_warps=4, num_stages=3)
     assert "wgmma.mma_async" in launcher.asm["ptx"]
+
+
+@tile.kernel
+def persistent_desc_matmul(a, b, c, M, N, K, BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr,
+                           NUM_SMS: tile.constexpr):
+    """Tutorial 09's device-side descriptor persistent matmul (B stored N x K, used as b.T)."""
+    a_desc = tile.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tile.make_tensor_descriptor(b, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tile.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    num_pid_n = tile.cdiv(N, BN)
+    for tile_id in range(tile.program_id(0), tile.cdiv(M, BM) * num_pid_n, NUM_SMS):
+        pid_m, pid_n = tile_id // num_pid_n, tile_id % num_pid_n
+        acc = tile.zeros((BM, BN), dtype=tile.float32)
+        for ki in range(tile.cdiv(K, BK)):
+            acc = tile.dot(a_desc.load([pid_m * BM, ki * BK]), b_desc.load([pid_n * BN, ki * BK]).T, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tile.bfloat16))
+
+
+def test_persistent_descriptor_matmul_cpu_and_sm90a(gpu_target):
+    """CPU: odd sizes, 3 programs over 9 tiles. sm_90a: TMA loads into wgmma, and the output tiles
+    by TMA stores (tile-tma-stores), without spills."""
+    M, N, K = 40, 36, 50
+    a, b = torch.randn(M, K, dtype=torch.bfloat16), torch.randn(N, K, dtype=torch.bfloat16)
+    c = torch.zeros(M, N, dtype=torch.bfloat16)
+    persistent_desc_matmul[(3,)](a, b, c, M, N, K, BM=16, BN=16, BK=16, NUM_SMS=3)
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=5e-2, rtol=2e-2)
+    gpu_target("sm_90a")
+    a, b, c = _gpu_operands(b_nk=True)
+    launcher = persistent_desc_matmul.compile(a, b, c, 512, 512, 512, BM=128, BN=128, BK=64, NUM_SMS=132,
+                                              num_warps=4, num_stages=3)
+    ptx = launcher.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier" in ptx and "wgmma.mma_async" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+    assert launcher.metadata["ptxas"]["spill_stores"] == 0
