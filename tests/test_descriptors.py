@@ -357,3 +357,99 @@ def test_persistent_descriptor_matmul_cpu_and_sm90a(gpu_target):
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier" in ptx and "wgmma.mma_async" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
     assert launcher.metadata["ptxas"]["spill_stores"] == 0
+
+
+# Tutorial 06's block-pointer forward (tl. -> tile., tl.math.exp2 -> tile.exp2; tl.multiple_of and the
+# fp8 V path dropped): Q at a 64-bit base offset, K read as HEAD_DIM x N_CTX (order=(0, 1)), the K and
+# V block pointers advanced through the loop of a @tile.func, loads without boundary_check.
+@tile.func
+def _attn_fwd_inner(acc, l_i, m_i, q, K_block_ptr, V_block_ptr, start_m, qk_scale,
+                    BLOCK_M: tile.constexpr, HEAD_DIM: tile.constexpr, BLOCK_N: tile.constexpr,
+                    CAUSAL: tile.constexpr, offs_m, offs_n, N_CTX: tile.constexpr):
+    if CAUSAL:
+        causal_start = start_m * BLOCK_M
+    else:
+        causal_start = N_CTX
+    lo, hi = 0, N_CTX
+    K_block_ptr = tile.advance(K_block_ptr, (0, lo))
+    V_block_ptr = tile.advance(V_block_ptr, (lo, 0))
+    for start_n in range(lo, hi, BLOCK_N):
+        k = tile.load(K_block_ptr)
+        qk = tile.dot(q, k)
+        if start_n >= causal_start:
+            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tile.where(mask, 0, -1.0e6)
+            m_ij = tile.maximum(m_i, tile.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tile.maximum(m_i, tile.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tile.exp2(qk)
+        l_ij = tile.sum(p, 1)
+        alpha = tile.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tile.load(V_block_ptr)
+        p = p.to(tile.float16)
+        acc = tile.dot(p, v, acc)
+        m_i = m_ij
+        V_block_ptr = tile.advance(V_block_ptr, (BLOCK_N, 0))
+        K_block_ptr = tile.advance(K_block_ptr, (0, BLOCK_N))
+    return acc, l_i, m_i
+
+
+@tile.kernel
+def _attn_fwd(Q, K, V, sm_scale, M, Out,
+              stride_qz, stride_qh, stride_qm, stride_qk,
+              stride_kz, stride_kh, stride_kn, stride_kk,
+              stride_vz, stride_vh, stride_vk, stride_vn,
+              stride_oz, stride_oh, stride_om, stride_on,
+              Z, H, N_CTX: tile.constexpr,
+              HEAD_DIM: tile.constexpr, BLOCK_M: tile.constexpr, BLOCK_N: tile.constexpr, CAUSAL: tile.constexpr):
+    tile.static_assert(BLOCK_N <= HEAD_DIM)
+    start_m = tile.program_id(0)
+    off_hz = tile.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    qvk_offset = off_z.to(tile.int64) * stride_qz + off_h.to(tile.int64) * stride_qh
+    Q_block_ptr = tile.make_block_ptr(base=Q + qvk_offset, shape=(N_CTX, HEAD_DIM), strides=(stride_qm, stride_qk),
+                                      offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
+    V_block_ptr = tile.make_block_ptr(base=V + qvk_offset, shape=(N_CTX, HEAD_DIM), strides=(stride_vk, stride_vn),
+                                      offsets=(0, 0), block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
+    K_block_ptr = tile.make_block_ptr(base=K + qvk_offset, shape=(HEAD_DIM, N_CTX), strides=(stride_kk, stride_kn),
+                                      offsets=(0, 0), block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
+    O_block_ptr = tile.make_block_ptr(base=Out + qvk_offset, shape=(N_CTX, HEAD_DIM), strides=(stride_om, stride_on),
+                                      offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM), order=(1, 0))
+    offs_m = start_m * BLOCK_M + tile.arange(0, BLOCK_M)
+    offs_n = tile.arange(0, BLOCK_N)
+    m_i = tile.zeros([BLOCK_M], dtype=tile.float32) - float("inf")
+    l_i = tile.zeros([BLOCK_M], dtype=tile.float32) + 1.0
+    acc = tile.zeros([BLOCK_M, HEAD_DIM], dtype=tile.float32)
+    qk_scale = sm_scale
+    qk_scale *= 1.44269504
+    q = tile.load(Q_block_ptr)
+    acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K_block_ptr, V_block_ptr, start_m, qk_scale,
+                                    BLOCK_M, HEAD_DIM, BLOCK_N, CAUSAL, offs_m, offs_n, N_CTX)
+    m_i += tile.log2(l_i)
+    acc = acc / l_i[:, None]
+    m_ptrs = M + off_hz * N_CTX + offs_m
+    tile.store(m_ptrs, m_i)
+    tile.store(O_block_ptr, acc.to(tile.float16))
+
+
+def _attn_args(Z, H, N, D):
+    q, k, v = (torch.randn(Z, H, N, D, dtype=torch.float16) for _ in range(3))
+    o, m = torch.empty_like(q), torch.empty(Z, H, N)
+    return (q, k, v), o, (q, k, v, 0.5, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H)
+
+
+def test_tutorial_06_block_pointer_attention_cpu_and_sm90a(gpu_target):
+    (q, k, v), o, args = _attn_args(2, 2, 64, 16)
+    _attn_fwd[(4, 4)](*args, N_CTX=64, HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, CAUSAL=True)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=0.5)
+    torch.testing.assert_close(o.float(), ref, atol=2e-3, rtol=2e-3)
+    gpu_target("sm_90a")
+    _, _, args = _attn_args(1, 2, 1024, 64)
+    launcher = _attn_fwd.compile(*args, N_CTX=1024, HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, CAUSAL=True,
+                                 num_warps=8, num_stages=3)
+    assert "wgmma.mma_async" in launcher.asm["ptx"] and launcher.metadata["ptxas"]["spill_stores"] == 0
