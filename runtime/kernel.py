@@ -25,6 +25,7 @@ from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
 from ..frontend.names import captured, described
+from ..frontend.tensor_descriptor import is_descriptor
 from . import cache, host_descriptors
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
 
@@ -183,6 +184,7 @@ class Kernel(FastLaunch):
         if env:
             return env
         for v in values:
+            v = v.base if is_descriptor(v) else v  # (a tensor descriptor's tensor)
             if is_tensor(v) and v.device.type == "cuda":
                 import torch
 
