@@ -108,23 +108,25 @@ def test_triton_descriptor_matmul_b_transposed():
 
 
 @tile.kernel
-def rows_of_flat(q_desc, out, N, D: tile.constexpr, BN: tile.constexpr):
-    """Tutorial 06's form: a rank-2 descriptor over a flattened [B*H*N, D] tensor."""
+def rows_of_flat(q_desc, out, N, D: tile.constexpr):
+    """Tutorial 06's form: a rank-2 descriptor over a flattened [B*H*N, D] tensor; its block
+    shape comes from the descriptor alone."""
+    BN: tile.constexpr = q_desc.block_shape[0]
     row = tile.program_id(0) * N + tile.program_id(1) * BN
     q = q_desc.load([row, 0])
     offs = row + tile.arange(0, BN)
     tile.store(out + offs[:, None] * D + tile.arange(0, D)[None, :], q * 3, mask=offs[:, None] < q_desc.shape[0])
 
 
-def test_host_descriptor_over_a_flattened_tensor_and_block_shape_in_the_key():
-    """TensorDescriptor(base, shape, strides, block_shape) of another rank than its base; a second
-    launch with another block shape compiles anew (the block shape is in the cache key)."""
+def test_host_descriptor_over_a_flattened_tensor_block_shape_and_dtype_in_the_key():
+    """TensorDescriptor(base, shape, strides, block_shape) of another rank than its base; launches
+    with another block shape, or another dtype, compile anew (both are in the cache key)."""
     B, H, N, D = 2, 3, 8, 16
-    q = torch.randn(B, H, N, D)
-    for bn in (8, 4):
-        out = torch.zeros(B * H * N, D)
+    for bn, dtype in ((8, torch.float32), (4, torch.float32), (4, torch.float16)):
+        q = torch.randn(B, H, N, D).to(dtype)
+        out = torch.zeros(B * H * N, D, dtype=dtype)
         desc = tile.TensorDescriptor(q, shape=[B * H * N, D], strides=[D, 1], block_shape=[bn, D])
-        rows_of_flat[(B * H, N // bn)](desc, out, N, D=D, BN=bn)
+        rows_of_flat[(B * H, N // bn)](desc, out, N, D=D)
         assert torch.equal(out, q.reshape(-1, D) * 3)
 
 
