@@ -160,9 +160,10 @@ def _term(axis, t):
 SLT, ULT = 2, 6  # arith.cmpi predicates
 
 
-def _mask_term(v, predicates=(SLT,)):
-    """(axis, vector, bound) of one `&` operand of the mask: vector < bound (signed; also
-    unsigned where `predicates` has ULT: a negative index out of bounds too, as TMA takes it)."""
+def _mask_term(v, predicates=(SLT, ULT)):
+    """(axis, vector, bound) of one `&` operand of the mask: vector < bound, signed or unsigned
+    (a descriptor's: a negative index out of bounds too, as a TMA copy takes it); `predicates`
+    (SLT,) where the copy made of it compares signed (`match_copy_block`)."""
     found = _under_broadcast(v)
     if found is None:
         return None
@@ -199,8 +200,9 @@ def match_copy_block(load) -> Block | None:
     if offs is None or all(t[3] is not None for t in offs):
         return None
     (_, row_vec, row_stride, b0), (_, col_vec, col_stride, b1) = offs
-    pair = _pair(mask, "arith.andi", _mask_term)
-    single = _mask_term(mask)
+    signed = lambda v: _mask_term(v, (SLT,))  # noqa: E731  (transposed_copies.py masks its copies with slt)
+    pair = _pair(mask, "arith.andi", signed)
+    single = signed(mask)
     bounds = {t[0]: t[1:] for t in pair or ([single] if single else [])}
     if not bounds or row_stride is not None or col_stride is None:
         return None  # a unit stride on the rows only
@@ -226,7 +228,7 @@ def match_store_block(store) -> Block | None:
 
 
 def _match(offsets, mask) -> Block | None:
-    offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", lambda v: _mask_term(v, (SLT, ULT)))
+    offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
     if offs is None or masks is None:
         return None
     (_, row_vec, row_stride), (_, col_vec, col_stride) = offs
