@@ -350,4 +350,4 @@ def tile_method(t: Tile, name: str):
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import atomics, hints, memory_hints, random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)
+from . import atomics, descriptors, hints, memory_hints, random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)

@@ -55,16 +55,39 @@ def full(shape, value, dtype):
 
 
 @_builtin
-def load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False):
-    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere.
-    On a GPU: `cache_modifier` ".ca", ".cg", ".cs", ".cv"; `eviction_policy` "evict_first",
-    "evict_last", "evict_normal"; `volatile` reads memory every time (`ld.volatile`)."""
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="", eviction_policy="",
+         volatile=False):
+    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere; or
+    the block of a block pointer (`make_block_ptr`), zero ("nan": NaN) outside the tensor along
+    the dims in `boundary_check`. On a GPU: `cache_modifier` ".ca", ".cg", ".cs", ".cv";
+    `eviction_policy` "evict_first", "evict_last", "evict_normal"; `volatile` reads memory every
+    time (`ld.volatile`)."""
 
 
 @_builtin
-def store(pointer, value, mask=None, cache_modifier="", eviction_policy="", volatile=False):
-    """Triton form: write `value` to `tensor + offsets` where `mask` holds (`cache_modifier`
-    ".wb", ".cg", ".cs", ".wt" and the load's other options, on a GPU)."""
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy="", volatile=False):
+    """Triton form: write `value` to `tensor + offsets` where `mask` holds; or to the block of a
+    block pointer, the elements outside the tensor along the dims in `boundary_check` skipped
+    (`cache_modifier` ".wb", ".cg", ".cs", ".wt" and the load's other options, on a GPU)."""
+
+
+@_builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A descriptor of `base` (a tensor, plus a scalar offset) seen as a tensor of `shape` and
+    `strides` (the last 1), read and written in blocks of `block_shape` (powers of two):
+    `desc.load([o0, o1])`, `desc.store([o0, o1], value)`; out of bounds reads zero ("nan": NaN)
+    and is not written. `desc.shape`, `desc.strides`, `desc.block_shape`, `desc.dtype`."""
+
+
+@_builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order=None):
+    """A block pointer: the `block_shape` block at `offsets` of `base` seen as a tensor of `shape`
+    and `strides`; `load`/`store` it (with `boundary_check`), move it with `advance`."""
+
+
+@_builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dim)."""
 
 
 @_builtin

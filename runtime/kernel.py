@@ -25,7 +25,8 @@ from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
 from ..frontend.names import captured, described
-from . import cache
+from ..frontend.tensor_descriptor import is_descriptor
+from . import cache, host_descriptors
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
@@ -175,6 +176,7 @@ class Kernel(FastLaunch):
         if env:
             return env
         for v in values:
+            v = v.base if is_descriptor(v) else v  # (a tensor descriptor's tensor)
             if is_tensor(v) and v.device.type == "cuda":
                 import torch
 
@@ -227,6 +229,9 @@ class Kernel(FastLaunch):
 
     def compiled(self, args, kwargs, target: str | None = None, build: bool = True):
         """`compile`'s launcher; None if it is not compiled yet and not `build`."""
+        if host_descriptors.present(args, kwargs):
+            view, flat, options = host_descriptors.expanded(self, args, kwargs)
+            return view.compiled(flat, options, target, build)
         values, options = self.bind(list(args), dict(kwargs))
         return self.launcher(values, options, target or self.target_for(values), build)
 
@@ -242,6 +247,9 @@ class Kernel(FastLaunch):
         return tuple(key)
 
     def run(self, grid, args, kwargs):
+        if host_descriptors.present(args, kwargs):  # launched by a view whose parameters are their parts
+            view, flat, options = host_descriptors.expanded(self, args, kwargs)
+            return view.run(grid, flat, options)
         env = read_env()
         try:
             fast = self._fast_key(env, args, kwargs)
