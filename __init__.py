@@ -18,6 +18,8 @@ if __package__:
     from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
     from .frontend.language import *  # noqa: F401,F403  (the kernel language)
     from .frontend.language import constexpr
+    from . import extra  # noqa: F401  (Triton's tl.extra.libdevice)
+    from .frontend import math_language as math  # Triton's tl.math
     from .runtime.autotune import Autotuner, Config, autotune
     from .runtime.kernel import Kernel, func, kernel
 

@@ -45,7 +45,7 @@ from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
-from .fast_math import F32_FAST
+from .fast_math import f32_form
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -246,8 +246,9 @@ class Translator:
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
-            if name in F32_FAST and isinstance(op.results[0].type, ir.F32Type):
-                self.map[op.results[0]] = F32_FAST[name](*(self.value(o) for o in op.operands))
+            form = f32_form(op) if isinstance(op.results[0].type, ir.F32Type) else None
+            if form is not None:
+                self.map[op.results[0]] = form(*(self.value(o) for o in op.operands))
                 return
             if name == "arith.extf" and is_float8(op.operands[0].type):
                 self.map[op.results[0]] = widen_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]

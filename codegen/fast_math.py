@@ -8,6 +8,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm
 
+from ..dialects.tile_ops import ACCURATE
+
 
 def _div_full(a, b):
     """f32 a / b as PTX `div.full.f32`, as Triton divides: within 2 ulp over the full range,
@@ -42,5 +44,23 @@ def _tanh(x):
     return llvm.InlineAsmOp(ir.F32Type.get(), [x], "tanh.approx.f32 $0, $1;", "=f,f").result
 
 
-# The op names this file replaces, and how.
+def _div_rn(a, b):
+    """f32 a / b correctly rounded (`div.rn.f32`): `tile.math.div_rn`."""
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.div.rn.f", [a, b], [], [])
+
+
+def _sqrt_rn(x):
+    """sqrt x correctly rounded (`sqrt.rn.f32`): `tile.math.sqrt_rn`, where libdevice's
+    `__nv_sqrtf` (`tile.sqrt`) is `sqrt.approx.f32`."""
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.sqrt.rn.f", [x], [], [])
+
+
+# The op names this file replaces, and how: by default, and marked accurate.
 F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.exp2": _exp2, "math.log": _lg2, "math.tanh": _tanh}
+F32_EXACT = {"arith.divf": _div_rn, "math.sqrt": _sqrt_rn}
+
+
+def f32_form(op):
+    """How the GPU computes this op on f32 values, or None for its default lowering (libdevice's
+    function): Triton's fast form, or for an op marked `tile.accurate` the IEEE one."""
+    return (F32_EXACT if ACCURATE in op.attributes else F32_FAST).get(op.name)
