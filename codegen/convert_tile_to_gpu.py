@@ -55,7 +55,7 @@ from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from ..dialects.layout import MAX_SHARED
 from ..dialects.tile_ops import WRITES
-from .float8 import is_float8, widen_float8
+from .float8 import is_float8, narrow_float8, widen_float8
 from ..passes.index_values import is_elementwise
 from .held_registers import defer, only_read_through
 from .static_registers import repeats, vector_reads
@@ -252,6 +252,9 @@ class Translator:
                 return
             if name == "arith.extf" and is_float8(op.operands[0].type):
                 self.map[op.results[0]] = widen_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
+                return
+            if name == "arith.truncf" and is_float8(op.results[0].type):
+                self.map[op.results[0]] = narrow_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
                 return
             new = op.clone()
             for i, o in enumerate(op.operands):

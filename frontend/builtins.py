@@ -361,7 +361,7 @@ TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "mi
 
 def tile_method(t: Tile, name: str):
     if name == "to":
-        return lambda dtype: semantics.cast(t, _dtype(dtype))
+        return lambda dtype, fp_downcast_rounding=None: semantics.cast(t, _dtype(dtype), fp_downcast_rounding)
     if name == "shape":
         return tuple(t.shape)
     if name == "dtype":

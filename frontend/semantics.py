@@ -92,12 +92,18 @@ def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
     return a if a.bits > b.bits else b
 
 
-def cast(x: Tile, dt: dtypes.dtype) -> Tile:
+def cast(x: Tile, dt: dtypes.dtype, fp_downcast_rounding: str | None = None) -> Tile:
+    """x as dt; a float narrowed rounds to nearest even (Triton's fp_downcast_rounding="rtne")."""
+    if fp_downcast_rounding not in (None, "rtne"):
+        raise SemanticError(f"fp_downcast_rounding={fp_downcast_rounding!r} is not supported: "
+                            "conversions round to nearest even ('rtne')")
     src = x.dtype
     if src == dt:
         return x
-    if dt in dtypes.FLOAT8:
-        raise SemanticError(f"conversion from {src} to {dt} is not supported: float8 tiles are loaded and converted up")
+    if dt in dtypes.FLOAT8:  # from f32, rounded to nearest even: e4m3 saturates, e5m2 overflows to inf (torch's)
+        wide = cast(x, float32)
+        ty = ir.RankedTensorType.get(x.shape, dt.to_mlir()) if x.shape else dt.to_mlir()
+        return Tile(arith.truncf(ty, wide.value))
     if src in dtypes.FLOAT8 and not dt.is_float:
         raise SemanticError(f"conversion from {src} to {dt} is not supported: convert to a float type")
     ty = dt.to_mlir()
