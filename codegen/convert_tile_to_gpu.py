@@ -246,7 +246,7 @@ class Translator:
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
-            form = f32_form(op) if isinstance(op.results[0].type, ir.F32Type) else None
+            form = f32_form(op, op.results[0].type) if len(op.results) == 1 else None
             if form is not None:
                 self.map[op.results[0]] = form(*(self.value(o) for o in op.operands))
                 return

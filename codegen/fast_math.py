@@ -60,7 +60,10 @@ F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.exp2": _exp2, "math
 F32_EXACT = {"arith.divf": _div_rn, "math.sqrt": _sqrt_rn}
 
 
-def f32_form(op):
-    """How the GPU computes this op on f32 values, or None for its default lowering (libdevice's
-    function): Triton's fast form, or for an op marked `tile.accurate` the IEEE one."""
+def f32_form(op, element_type):
+    """How the GPU computes this op where its result's element type is f32, or None for its
+    default lowering (libdevice's function): Triton's fast form, or for an op marked
+    `tile.accurate` the IEEE one."""
+    if not isinstance(element_type, ir.F32Type):
+        return None
     return (F32_EXACT if ACCURATE in op.attributes else F32_FAST).get(op.name)

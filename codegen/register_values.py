@@ -98,7 +98,7 @@ def clone_elementwise(self, op, operands, n):
         return _from_elements(widen_float8(_elements(operands[0], n), rt.element_type, self.float8_cvt), rt.element_type)
     if op.name == "arith.truncf" and is_float8(rt.element_type):
         return _from_elements(narrow_float8(_elements(operands[0], n), rt.element_type, self.float8_cvt), rt.element_type)
-    form = f32_form(op) if isinstance(rt.element_type, ir.F32Type) else None
+    form = f32_form(op, rt.element_type)
     if form is not None:
         per_register = zip(*(_elements(v, n) for v in operands))
         return _from_elements([form(*xs) for xs in per_register], rt.element_type)
