@@ -46,9 +46,10 @@ _BINARY = {
     "fmin": arith.minnumf, "fmax": arith.maxnumf,  # (C's: a NaN operand gives the other one)
     "div_rn": arith.divf, "pow": mlir_math.powf,
 }
-# Names whose op the GPU computes faster than libdevice unless marked accurate; Triton's
-# `tl.math` keeps exp, exp2, log and sqrt fast (as `tile.exp`), its div_rn and sqrt_rn exact.
-_FAST_BY_DEFAULT = ("exp", "exp2", "log", "tanh", "sqrt")
+# The functions a GPU computes by a fast form (`codegen/fast_math.py`) unless marked accurate, as
+# libdevice's are; Triton's `tl.math.exp` is fast too. (libdevice's sqrt is sqrt.approx.f32 as
+# `tile.sqrt`, Triton's; sqrt_rn and div_rn are the IEEE ones in both namespaces.)
+_FAST = ("exp", "exp2", "log", "tanh")
 
 
 def _float_operand(x, what: str) -> tuple[Tile, Tile]:
@@ -64,26 +65,13 @@ def _result(out: Tile, x: Tile) -> Tile:
     return cast(out, x.dtype) if x.dtype.is_float else out
 
 
-def _accurate(t: Tile) -> Tile:
-    t.value.owner.attributes[ACCURATE] = ir.UnitAttr.get()
-    return t
-
-
-def unary(name: str, x, accurate: bool) -> Tile:
-    x, wide = _float_operand(x, f"{name}'s operand")
-    out = Tile(_UNARY[name](wide.value))
-    return _result(_accurate(out) if accurate else out, x)
-
-
-def rounding(name: str, x) -> Tile:
+def unary(name: str, x, accurate: bool = False) -> Tile:
+    """A function of _UNARY or _ROUNDING, as `tile.exp` computes its own."""
     x = semantics.computable(_tile(x, f"{name}'s operand"), f"{name}'s operand")
-    if not x.dtype.is_float:
-        return x
-    wide = cast(x, float32) if x.dtype.bits < 32 else x
-    return _result(Tile(_ROUNDING[name](wide.value)), x)
+    return semantics.unary_math(name, x, _UNARY.get(name) or _ROUNDING[name], accurate)
 
 
-def _float_pair(name: str, x, y) -> tuple[Tile, Tile, Tile]:
+def _float_pair(x, y) -> tuple[Tile, Tile, Tile]:
     """(x, y) broadcast to one float type (f32 for 16-bit floats and integers), and the
     operand whose type the result takes."""
     a, b = semantics.operands(x, y)
@@ -94,9 +82,11 @@ def _float_pair(name: str, x, y) -> tuple[Tile, Tile, Tile]:
 def binary_fn(name: str, x, y, accurate: bool) -> Tile:
     if name == "pow" and _integer_exponent(y):
         return _powi(x, y)
-    a, b, like = _float_pair(name, x, y)
+    a, b, like = _float_pair(x, y)
     out = Tile(_BINARY[name](a.value, b.value))
-    return _result(_accurate(out) if accurate else out, like)
+    if accurate:
+        out.value.owner.attributes[ACCURATE] = ir.UnitAttr.get()
+    return _result(out, like)
 
 
 def _integer_exponent(y) -> bool:
@@ -141,7 +131,7 @@ def hypot(x, y) -> Tile:
     """sqrt(x² + y²) without overflow: in f64 for narrower floats (exact squares, one
     rounding), else scaled by the larger magnitude; an infinite operand gives inf, even
     beside a NaN (C's hypot)."""
-    a, b, like = _float_pair("hypot", x, y)
+    a, b, like = _float_pair(x, y)
     a, b = semantics.absolute(a), semantics.absolute(b)
     dt = a.dtype
     if dt.bits < 64:
@@ -230,13 +220,10 @@ def _register():
             if on:
                 EMITTERS[f"{ns}.{name}"] = fn
 
-    for name in _UNARY:
-        fast = name in _FAST_BY_DEFAULT
-        put(name, lambda x, _n=name, _a=not fast: unary(_n, x, _a), libdevice=not fast)
-        if fast:  # the libdevice function itself: full precision on a GPU too
-            EMITTERS[f"extra.libdevice.{name}"] = lambda x, _n=name: unary(_n, x, _n != "sqrt")
-    for name in _ROUNDING:
-        put(name, lambda x, _n=name: rounding(_n, x))
+    for name in [*_UNARY, *_ROUNDING]:
+        put(name, lambda x, _n=name: unary(_n, x), libdevice=name not in _FAST)
+    for name in _FAST:
+        EMITTERS[f"extra.libdevice.{name}"] = lambda x, _n=name: unary(_n, x, accurate=True)
     for name in _BINARY:
         put(name, lambda x, y, _n=name: binary_fn(_n, x, y, accurate=_n == "div_rn"))
     for name in ("isnan", "isinf", "isfinite", "signbit"):

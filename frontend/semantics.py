@@ -328,11 +328,13 @@ def where(cond, x, y) -> Tile:
 _MATH = {"exp": math.exp, "exp2": math.exp2, "log": math.log, "log2": math.log2, "sqrt": math.sqrt,
          "rsqrt": math.rsqrt, "tanh": math.tanh, "sin": math.sin, "cos": math.cos, "erf": math.erf,
          "floor": math.floor, "ceil": math.ceil}
-_ROUNDING = ("floor", "ceil")
+_ROUNDING = ("floor", "ceil", "trunc", "round", "rint", "nearbyint")
 
 
-def unary_math(name: str, x) -> Tile:
-    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do."""
+def unary_math(name: str, x, op=None, accurate: bool = False) -> Tile:
+    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do. `op` makes the
+    math op (by default the one `name` names); `accurate` marks it `tile.accurate` (full
+    precision on a GPU too: `tile.extra.libdevice`'s)."""
     if not isinstance(x, Tile):
         x = constant(x, float32)
     dt = x.dtype
@@ -344,7 +346,9 @@ def unary_math(name: str, x) -> Tile:
     if name == "sigmoid":
         out = binary("/", 1.0, binary("+", 1.0, unary_math("exp", negate(wide))))
     else:
-        out = Tile(_MATH[name](wide.value))
+        out = Tile((op or _MATH[name])(wide.value))
+        if accurate:
+            out.value.owner.attributes[tile_ops.ACCURATE] = ir.UnitAttr.get()
     return cast(out, dt) if dt.is_float else out
 
 

@@ -202,6 +202,24 @@ def test_tile_math_namespace():
     assert torch.equal(hi, want)
 
 
+@tile.kernel
+def umulhi_kernel(i, j, out, n, BLOCK: tile.constexpr):
+    offs = tile.arange(0, BLOCK)
+    pi, pj = i + offs, j + offs
+    tile.store(out + offs, tile.math.umulhi(tile.load(pi, mask=offs < n), tile.load(pj, mask=offs < n)), mask=offs < n)
+
+
+def test_umulhi_int64(gpu_target):
+    g = torch.Generator().manual_seed(3)
+    i, j = (torch.randint(-2**63, 2**63 - 1, (19,), generator=g, dtype=torch.int64) for _ in range(2))
+    out = torch.empty_like(i)
+    umulhi_kernel[(1,)](i, j, out, 19, BLOCK=32)
+    want = [((a % 2**64) * (b % 2**64)) >> 64 for a, b in zip(i.tolist(), j.tolist())]
+    assert out.tolist() == [w - 2**64 if w >= 2**63 else w for w in want]
+    gpu_target("sm_90a")
+    assert "mul.hi.u64" in umulhi_kernel.compile(i.to("meta"), j.to("meta"), out.to("meta"), 19, BLOCK=32).asm["ptx"]
+
+
 def test_bad_operands_are_errors_at_their_line():
     @tile.kernel
     def bad(x, out):
