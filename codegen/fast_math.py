@@ -5,10 +5,14 @@ registers); within a few ulp for the ranges kernels use (tanh: about 2^-11)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import arith, llvm
 
 from ..dialects.tile_ops import ACCURATE
+from ..passes.registry import register_pass
+from ..passes.walk import collect
 
 
 def _div_full(a, b):
@@ -67,3 +71,19 @@ def f32_form(op, element_type):
     if not isinstance(element_type, ir.F32Type):
         return None
     return (F32_EXACT if ACCURATE in op.attributes else F32_FAST).get(op.name)
+
+
+@register_pass("exact-f32-ops")
+@dataclass
+class ExactF32Ops:
+    """The linalg GPU path's scalar f32 ops marked `tile.accurate` in their IEEE forms (sqrt_rn's
+    `sqrt.rn.f32`, where the default lowering, libdevice's `__nv_sqrtf`, is `sqrt.approx.f32`);
+    the distributed path calls `f32_form` on each op itself."""
+
+    def run(self, module_op):
+        for op in collect(module_op, set(F32_EXACT)):
+            form = f32_form(op, op.results[0].type) if ACCURATE in op.attributes else None
+            if form is not None:
+                with ir.InsertionPoint(op), op.location:
+                    op.results[0].replace_all_uses_with(form(*op.operands))
+                op.erase()

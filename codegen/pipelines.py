@@ -74,6 +74,8 @@ def gpu(options: dict) -> list[str]:
         "canonicalize",
         "convert-linalg-to-parallel-loops",
         f"tile-gpu-launch{{num-threads={options['num_warps'] * 32}}}",
+        "expand-float8",  # (float8 conversions by integer code on this path, as on the CPU)
+        "exact-f32-ops",
         "canonicalize",
         "cse",
     ]

@@ -138,6 +138,25 @@ def test_other_rounding_is_an_error():
     assert 'fp_downcast_rounding="rtz"' in str(info.value)
 
 
+@tile.kernel
+def exact_dot_kernel(a, b, out):
+    """An exact f32 dot (the GPU's linalg path) quantized to e4m3."""
+    r = tile.arange(0, 16)
+    acc = tile.dot(tile.load(a + r[:, None] * 16 + r[None, :]), tile.load(b + r[:, None] * 16 + r[None, :]))
+    tile.store(out + r[:, None] * 16 + r[None, :], acc.to(tile.float8e4m3))
+
+
+def test_exact_dot_quantized(gpu_target):
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(16, 16, generator=g) * 8, torch.randn(16, 16, generator=g) * 8
+    out = torch.empty(16, 16, dtype=torch.float8_e4m3fn)
+    exact_dot_kernel[(1,)](a, b, out)
+    want = (a.double() @ b.double()).float().to(torch.float8_e4m3fn)  # (an f32 sum's last bit rarely moves a code)
+    assert (out.view(torch.uint8) != want.view(torch.uint8)).sum() <= 2 and (out.float().abs() == 448).any()
+    gpu_target("sm_90a")
+    exact_dot_kernel.compile(a.to("meta"), b.to("meta"), out.to("meta"))  # (integer encode on that path)
+
+
 @pytest.mark.parametrize("src", [torch.float32, torch.float16])
 @pytest.mark.parametrize("target, cvt", [("sm_90a", True), ("sm_80", False)])
 def test_gpu_narrowing(target, cvt, src, gpu_target):

@@ -260,6 +260,23 @@ def test_gpu_binary_functions(target, gpu_target):
     assert "div.rn.f32" in ptx and "div.full.f32" not in ptx  # div_rn: IEEE
 
 
+def test_gpu_exact_forms_on_the_linalg_path(gpu_target):
+    """A kernel with an exact f32 dot takes the linalg path, whose scalar ops get sqrt_rn's
+    and div_rn's IEEE forms too (`exact-f32-ops`)."""
+    gpu_target("sm_90a")
+
+    @tile.kernel
+    def dot_kernel(a, out):
+        r = tile.arange(0, 16)
+        x = tile.load(a + r[:, None] * 16 + r[None, :])
+        acc = tile.dot(x, x)
+        tile.store(out + r[:, None] * 16 + r[None, :], tile.math.sqrt_rn(acc) + tile.math.div_rn(acc, x))
+
+    a = torch.empty(16, 16, device="meta")
+    ptx = dot_kernel.compile(a, a).asm["ptx"]
+    assert "sqrt.rn.f32" in ptx and "div.rn.f32" in ptx and "sqrt.approx" not in ptx
+
+
 def test_gpu_tanh_forms(gpu_target):
     """tile.tanh is the SFU's tanh.approx.f32; libdevice.tanh is __nv_tanhf, full precision."""
     gpu_target("sm_90a")
