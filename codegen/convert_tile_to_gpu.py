@@ -45,7 +45,7 @@ from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
-from .fast_math import F32_FAST
+from .fast_math import f32_form
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -55,7 +55,7 @@ from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from ..dialects.layout import MAX_SHARED
 from ..dialects.tile_ops import WRITES
-from .float8 import is_float8, widen_float8
+from .float8 import is_float8, narrow_float8, widen_float8
 from ..passes.index_values import is_elementwise
 from .held_registers import defer, only_read_through
 from .static_registers import repeats, vector_reads
@@ -250,11 +250,15 @@ class Translator:
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
-            if name in F32_FAST and isinstance(op.results[0].type, ir.F32Type):
-                self.map[op.results[0]] = F32_FAST[name](*(self.value(o) for o in op.operands))
+            form = f32_form(op, op.results[0].type) if len(op.results) == 1 else None
+            if form is not None:
+                self.map[op.results[0]] = form(*(self.value(o) for o in op.operands))
                 return
             if name == "arith.extf" and is_float8(op.operands[0].type):
                 self.map[op.results[0]] = widen_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
+                return
+            if name == "arith.truncf" and is_float8(op.results[0].type):
+                self.map[op.results[0]] = narrow_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
                 return
             new = op.clone()
             for i, o in enumerate(op.operands):

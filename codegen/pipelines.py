@@ -37,7 +37,8 @@ CPU_LLVM = [
     "lower-affine",
     "convert-scf-to-cf",
     # tanh and exp2 go to libm (tanhf, exp2f): math-expand-ops' formulas lost tanh's small values
-    # (tanh(1e-20) == 0) and ~20 ulp of exp2
+    # (tanh(1e-20) == 0) and ~20 ulp of exp2; expm1 and log1p too (libm-calls), whose LLVM forms lose x near 0
+    "libm-calls",
     "convert-math-to-llvm",
     "convert-math-to-libm",
     "finalize-memref-to-llvm",
@@ -75,6 +76,8 @@ def gpu(options: dict) -> list[str]:
         "convert-linalg-to-parallel-loops",
         "tile-inline-cas",
         f"tile-gpu-launch{{num-threads={options['num_warps'] * 32}}}",
+        "expand-float8",  # (float8 conversions by integer code on this path, as on the CPU)
+        "exact-f32-ops",
         "canonicalize",
         "cse",
     ]

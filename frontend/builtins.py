@@ -337,7 +337,7 @@ TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "mi
 
 def tile_method(t: Tile, name: str):
     if name == "to":
-        return lambda dtype: semantics.cast(t, _dtype(dtype))
+        return lambda dtype, fp_downcast_rounding=None: semantics.cast(t, _dtype(dtype), fp_downcast_rounding)
     if name == "shape":
         return tuple(t.shape)
     if name == "dtype":
@@ -350,4 +350,4 @@ def tile_method(t: Tile, name: str):
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import atomics, descriptors, hints, memory_hints, random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)
+from . import atomics, descriptors, hints, math_functions, memory_hints, random, reductions, shape_builtins  # noqa: E402,F401,E501
