@@ -9,15 +9,8 @@ by these functions.
 from __future__ import annotations
 
 from .dtypes import bfloat16, float8e4m3, float8e5m2, float16, float32, float64, int1, int8, int32, int64  # noqa: F401
+from .constexpr import constexpr  # noqa: F401
 from .errors import TileError
-
-
-class constexpr:
-    """Annotation for a compile-time parameter: `BLOCK: tile.constexpr`.
-
-    Its value is part of the kernel's specialization key; code under it is
-    folded at compile time (`if BLOCK > 64:` picks a branch, not a run-time test).
-    """
 
 
 def _builtin(fn):
@@ -295,8 +288,9 @@ def gather(src, index, axis):
 
 
 @_builtin
-def cast(x, dtype):
-    """Convert to `dtype` (also written `x.to(dtype)`)."""
+def cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
+    """Convert to `dtype` (also written `x.to(dtype)` and `x.cast(dtype)`); with
+    `bitcast=True`, the same bits read as `dtype`, of the same width."""
 
 
 @_builtin

@@ -18,6 +18,7 @@ import textwrap
 import types
 from collections import ChainMap
 
+from .constexpr import constexpr
 from .dtypes import dtype
 from .errors import source_of
 
@@ -40,6 +41,8 @@ def is_constant(v) -> bool:
     """A value the frontend folds into the code it emits."""
     if isinstance(v, (bool, int, float, complex, str, bytes, type(None), dtype)):
         return True
+    if isinstance(v, constexpr):
+        return is_constant(v.value)
     if type(v).__module__ == "torch" and type(v).__name__ == "dtype":
         return True
     if isinstance(v, (tuple, list, frozenset)):

@@ -263,7 +263,8 @@ class TilePipeline:
                 if _arithmetic(ops):
                     op.operands[1], op.operands[2] = split
             # (nor before this loop's stores wrote what its offsets read: an index table)
-            reads_stored = any(o.name == "tile.load" and o.operands[0] in stored for i in ops for o in all_ops(i))
+            # (a slice that is not there, `ops` None, is no candidate: `_arithmetic`)
+            reads_stored = any(o.name == "tile.load" and o.operands[0] in stored for i in ops or () for o in all_ops(i))
             if _arithmetic(ops) and not reads_stored:
                 found.append((op, ops))
         # before: page numbers copied ahead into a ring of their own, the keys they locate read

@@ -23,7 +23,7 @@ import os
 
 from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
-from ..frontend.language import constexpr
+from ..frontend.constexpr import constexpr, unwrap
 from ..frontend.names import captured, described
 from . import cache
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
@@ -124,7 +124,7 @@ class Kernel(FastLaunch):
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in DEFAULT_OPTIONS}
+        options = {k: unwrap(kwargs.pop(k)) for k in list(kwargs) if k in DEFAULT_OPTIONS}
         names = [p.name for p in self.params]
         if len(args) > len(names):
             raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
@@ -142,7 +142,7 @@ class Kernel(FastLaunch):
         if missing:
             kind = "constexpr" if all(m in self.constexprs for m in missing) else "argument"
             raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}")
-        return [values[n] for n in names], checked_options({**self.options, **options}) if options else self.options
+        return [unwrap(values[n]) for n in names], checked_options({**self.options, **options}) if options else self.options
 
     def signature(self, values) -> list[tuple]:
         """(name, kind, detail) per parameter: the specialization, in compiler form."""

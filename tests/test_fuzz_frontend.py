@@ -315,14 +315,14 @@ def test_literals_and_compile_time_sizes():
 @tile.kernel
 def bitcast_kernel(x, B: tile.constexpr):
     o = tile.arange(0, B)
-    tile.store(x + o, tile.load(x + o).to(tile.int32, bitcast=True))
+    tile.store(x + o, tile.load(x + o).to(tile.int32, saturate=True))
 
 
 def test_bad_arguments_name_the_call():
     """A bad keyword to a tile method escaped as 'TypeError: tile_method.<locals>.<lambda>()
     got an unexpected keyword argument' at the statement, naming the compiler's function."""
     with pytest.raises(tile.CompilationError, match=r":\d+:23: bad arguments to \.to\(\): got an unexpected keyword "
-                                                    r"argument 'bitcast'"):
+                                                    r"argument 'saturate'"):
         bitcast_kernel[(1,)](torch.zeros(8), B=8)
 
 

@@ -1,0 +1,229 @@
+"""Triton source as written: Python's min/max on run-time values, `x.cast`, module-level
+`tile.constexpr(...)` globals (in kernels and on the host), trailing commas (black), on the
+CPU against torch and compiled for sm_90a / sm_80."""
+
+import pytest
+import torch
+
+import tile
+
+MAX_FUSED_SIZE = tile.constexpr(256)
+SCALE = tile.constexpr(0.5)
+
+
+@tile.kernel
+def grouped_matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_SIZE_M: tile.constexpr,
+    BLOCK_SIZE_N: tile.constexpr,
+    BLOCK_SIZE_K: tile.constexpr,
+    GROUP_SIZE_M: tile.constexpr,
+):
+    """Triton's matmul tutorial, its grouped program order included."""
+    pid = tile.program_id(axis=0)
+    num_pid_m = tile.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tile.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tile.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tile.float32)
+    for k in range(0, tile.cdiv(K, BLOCK_SIZE_K)):
+        a = tile.load(
+            a_ptrs,
+            mask=offs_k[None, :] < K - k * BLOCK_SIZE_K,
+            other=0.0,
+        )
+        b = tile.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tile.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.cast(tile.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tile.store(c_ptrs, c, mask=c_mask)
+
+
+def _grouped_matmul(M, N, K, device="cpu"):
+    torch.manual_seed(0)
+    a, b = torch.randn(M, K).half(), torch.randn(N, K).half().T  # b: a strided (column-major) view
+    c = torch.empty(M, N, dtype=torch.float16, device=device)
+    a_d, b_d = a.to(device), b.to(device)
+    grid = lambda meta: (tile.cdiv(M, meta["BLOCK_SIZE_M"]) * tile.cdiv(N, meta["BLOCK_SIZE_N"]),)  # noqa: E731
+    grouped_matmul_kernel[grid](
+        a_d, b_d, c,
+        M, N, K,
+        a_d.stride(0), a_d.stride(1),
+        b_d.stride(0), b_d.stride(1),
+        c.stride(0), c.stride(1),
+        BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32,
+        GROUP_SIZE_M=2,
+    )
+    return a, b, c
+
+
+def test_grouped_matmul_with_python_min():
+    a, b, c = _grouped_matmul(100, 72, 80)  # 4 x 3 programs: the last group of rows is shorter
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=2e-2, rtol=1e-2)
+
+
+@tile.kernel
+def min_max_kernel(x, y, out, n, BLOCK: tile.constexpr,):
+    pid = tile.program_id(0)
+    end = min(n, (pid + 1) * BLOCK)  # a run-time scalar against a run-time scalar
+    offs = pid * BLOCK + tile.arange(0, BLOCK)
+    mask = offs < end
+    a = tile.load(x + offs, mask=mask, other=0.0)
+    b = tile.load(y + offs, mask=mask, other=0.0)
+    tile.store(out + offs, min(a, b), mask=mask)
+    tile.store(out + n + offs, max(a, SCALE, b), mask=mask)  # three operands, a global constexpr among them
+    tile.store(out + 2 * n + offs, max(a, 1).to(tile.float32) * min(BLOCK, 2), mask=mask)
+
+
+def _min_max(device="cpu"):
+    torch.manual_seed(1)
+    n = 70
+    x, y = torch.randn(n), torch.randn(n)
+    x[3], y[5], x[7], y[7] = float("nan"), float("nan"), float("nan"), float("nan")
+    out = torch.full((3 * n,), -7.0, device=device)
+    min_max_kernel[(tile.cdiv(n, 32),)](x.to(device), y.to(device), out, n, BLOCK=32)
+    return x, y, out
+
+
+def test_python_min_max_on_tiles_and_scalars():
+    x, y, out = _min_max()
+    n = x.numel()
+    # Triton's builtin min/max: a NaN loses to a number (fmin/fmax)
+    torch.testing.assert_close(out[:n], torch.fmin(x, y), equal_nan=True)
+    torch.testing.assert_close(out[n:2 * n], torch.fmax(torch.fmax(x, torch.tensor(0.5)), y), equal_nan=True)
+    torch.testing.assert_close(out[2 * n:], torch.fmax(x, torch.tensor(1.0)) * 2, equal_nan=True)
+
+
+@tile.kernel
+def cast_kernel(x, out_i, out_h, out_bits, n, BLOCK: tile.constexpr):
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    mask = offs < n
+    v = tile.load(x + offs, mask=mask)
+    tile.store(out_i + offs, v.cast(tile.int32), mask=mask)
+    tile.store(out_h + offs, tile.cast(v, tile.float16, fp_downcast_rounding="rtne"), mask=mask)
+    tile.store(out_bits + offs, v.cast(tile.int32, bitcast=True) ^ v.to(tile.int32, bitcast=True), mask=mask)
+    tile.store(out_bits + n + offs, v.cast(tile.int32, bitcast=True), mask=mask)
+
+
+def _cast(device="cpu"):
+    x = torch.linspace(-40.0, 40.0, 45)
+    outs = [torch.empty(45, dtype=torch.int32, device=device), torch.empty(45, dtype=torch.float16, device=device),
+            torch.empty(90, dtype=torch.int32, device=device)]
+    cast_kernel[(3,)](x.to(device), *outs, 45, BLOCK=16)
+    return x, outs
+
+
+def test_cast_method_and_bitcast():
+    x, (i, h, bits) = _cast()
+    assert torch.equal(i, x.to(torch.int32))
+    assert torch.equal(h, x.half())
+    assert torch.equal(bits[:45], torch.zeros(45, dtype=torch.int32))
+    assert torch.equal(bits[45:], x.view(torch.int32))
+
+
+def test_bitcast_needs_one_width():
+    @tile.kernel
+    def bad(x, out):
+        tile.store(out, tile.load(x).cast(tile.float16, bitcast=True))
+
+    with pytest.raises(tile.CompilationError, match="bitcast needs types of one width"):
+        bad[(1,)](torch.ones(1), torch.ones(1, dtype=torch.float16))
+
+
+@tile.kernel
+def fused_size_kernel(x, out, n, BLOCK: tile.constexpr):
+    tile.static_assert(BLOCK <= MAX_FUSED_SIZE, "BLOCK past MAX_FUSED_SIZE")
+    kind = 1 if isinstance(BLOCK, tile.constexpr) else 0
+    kind += 2 if isinstance(n, tile.constexpr) else 0
+    offs = tile.arange(0, BLOCK)
+    v = tile.load(x + offs, mask=offs < n, other=0.0)
+    tile.store(out + offs, v * MAX_FUSED_SIZE + kind, mask=offs < n)
+
+
+def test_constexpr_global_on_the_host_and_in_kernels():
+    assert isinstance(MAX_FUSED_SIZE, tile.constexpr) and MAX_FUSED_SIZE.value == 256
+    for n in (37, 1000):
+        block = min(MAX_FUSED_SIZE, 1 << (n - 1).bit_length())  # Triton's host code: an int, or the constexpr
+        assert int(block) == (64 if n == 37 else 256)
+        x = torch.randn(n)
+        out = torch.zeros(n)
+        fused_size_kernel[(1,)](x, out, n, BLOCK=block)
+        m = min(n, int(block))
+        torch.testing.assert_close(out[:m], x[:m] * 256 + 1)
+    assert MAX_FUSED_SIZE * 2 == 512 and 4 < MAX_FUSED_SIZE and -MAX_FUSED_SIZE == -256
+    assert list(range(tile.constexpr(3))) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_triton_spellings_compile_for_the_gpu(target, gpu_target):
+    gpu_target(target)
+    _grouped_matmul(100, 72, 80, device="meta")
+    _cast(device="meta")
+    x, out = torch.empty(70, device="meta"), torch.empty(210, device="meta")
+    launcher = min_max_kernel.compile(x, x, out, 70, BLOCK=32)
+    ptx = launcher.asm["ptx"]
+    assert "min.f32" in ptx and "max.f32" in ptx  # fmin/fmax, not the NaN-propagating min.NaN.f32
+    assert "min.NaN" not in ptx
+    assert "min.s32" in ptx  # min(n, (pid + 1) * BLOCK)
+    launcher = cast_kernel.compile(x, torch.empty(45, dtype=torch.int32, device="meta"),
+                                   torch.empty(45, dtype=torch.float16, device="meta"),
+                                   torch.empty(90, dtype=torch.int32, device="meta"), 45, BLOCK=16)
+    assert "cvt.rzi.s32.f32" in launcher.asm["ptx"]
+
+
+def _scans():
+    @tile.kernel
+    def cumsum(x):
+        tile.store(x + tile.arange(0, 4), tile.cumsum(tile.load(x + tile.arange(0, 4)), 0))
+
+    @tile.kernel
+    def sort(x):
+        tile.store(x + tile.arange(0, 4), tile.sort(tile.load(x + tile.arange(0, 4))))
+
+    @tile.kernel
+    def flip(x):
+        tile.store(x + tile.arange(0, 4), tile.flip(tile.load(x + tile.arange(0, 4)), 0))
+
+    return {"cumsum": cumsum, "sort": sort, "flip": flip}
+
+
+@pytest.mark.parametrize("name", ["cumsum", "sort", "flip"])
+def test_not_yet_names(name):
+    if hasattr(tile, name):
+        pytest.skip(f"tile.{name} is in the language now")
+    with pytest.raises(tile.CompilationError, match=rf"tile.{name} \(Triton's tl.{name}\) is not in the language yet"):
+        _scans()[name][(1,)](torch.ones(4))
+
+
+def test_print_is_device_print():
+    @tile.kernel
+    def prints(x):
+        print(tile.load(x))
+
+    with pytest.raises(tile.CompilationError, match="tile.device_print"):
+        prints[(1,)](torch.ones(4))
