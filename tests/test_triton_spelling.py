@@ -227,3 +227,108 @@ def test_print_is_device_print():
 
     with pytest.raises(tile.CompilationError, match="tile.device_print"):
         prints[(1,)](torch.ones(4))
+
+
+@tile.func
+def scaled(v, HAS_W: tile.constexpr, w=None):
+    if HAS_W:
+        return v * w  # an early return under a compile-time if
+    return v
+
+
+@tile.kernel
+def early_return_kernel(x, w, out, n_rows, n_cols, HAS_W: tile.constexpr, GUARD: tile.constexpr, BLOCK: tile.constexpr):
+    row = tile.program_id(0)
+    if GUARD:
+        if row >= n_rows:  # Triton's `if pid >= n: return`, under a compile-time if
+            return
+    elif row >= n_rows + 100:
+        return
+    cols = tile.arange(0, BLOCK)
+    v = tile.load(x + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    if not HAS_W:
+        tile.store(out + row * n_cols + cols, v + 1.0, mask=cols < n_cols)
+        return
+    wv = tile.load(w + cols, mask=cols < n_cols, other=0.0)
+    tile.store(out + row * n_cols + cols, scaled(v, HAS_W, wv), mask=cols < n_cols)
+
+
+def _early_return(has_w, device="cpu"):
+    torch.manual_seed(2)
+    x, w = torch.randn(5, 20), torch.randn(20)
+    out = torch.full((7, 20), 9.0, device=device)  # rows 5 and 6: programs that return at once
+    early_return_kernel[(7,)](x.to(device), w.to(device), out, 5, 20, HAS_W=has_w, GUARD=True, BLOCK=32)
+    return x, w, out
+
+
+@pytest.mark.parametrize("has_w", [False, True])
+def test_early_return_under_compile_time_if(has_w):
+    x, w, out = _early_return(has_w)
+    torch.testing.assert_close(out[:5], x * w if has_w else x + 1.0)
+    assert torch.equal(out[5:], torch.full((2, 20), 9.0))
+
+
+@tile.kernel
+def python_number_loop_kernel(x, out, n_cols, stride, BLOCK: tile.constexpr, NEVER: tile.constexpr):
+    row = tile.program_id(0)
+    acc = 0  # a Python int; the loop carries it as what the body makes it (float32)
+    count = 0  # stays int32
+    unused = 0.0  # reassigned only under a false compile-time if: still a Python number after the loop
+    halves = 0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tile.arange(0, BLOCK)
+        v = tile.load(x + row * stride + cols, mask=cols < n_cols, other=0.0)
+        acc += tile.sum(v)
+        count += 1
+        if NEVER:
+            unused = 1.0
+        for j in range(2):  # retyped through an inner loop and a run-time if
+            if start % (2 * BLOCK) == 0:
+                halves = halves + 0.5 * j
+    tile.static_assert(unused == 0.0, "unused changed")
+    k = 0
+    squares = 0
+    while k < count:  # (a while too)
+        squares += k * k * 1.5
+        k += 1
+    tile.store(out + row * 4, acc)
+    tile.store(out + row * 4 + 1, count.to(tile.float32) + unused)
+    tile.store(out + row * 4 + 2, halves)
+    tile.store(out + row * 4 + 3, squares)
+
+
+def _python_number_loop(device="cpu"):
+    torch.manual_seed(3)
+    x = torch.randn(3, 80)[:, :70]  # a strided view, 70 = 4 blocks of 16 and a partial one
+    out = torch.zeros(12, device=device)
+    python_number_loop_kernel[(3,)](x.to(device), out, 70, x.stride(0), BLOCK=16, NEVER=False)
+    return x, out.view(3, 4)
+
+
+def test_python_number_reassigned_in_a_loop():
+    x, out = _python_number_loop()
+    blocks = -(-70 // 16)
+    torch.testing.assert_close(out[:, 0], x.sum(1))
+    assert out[:, 1].tolist() == [blocks] * 3
+    assert out[:, 2].tolist() == [0.5 * ((blocks + 1) // 2)] * 3
+    assert out[:, 3].tolist() == [1.5 * sum(k * k for k in range(blocks))] * 3
+
+
+def test_python_number_that_becomes_a_tile_is_an_error():
+    @tile.kernel
+    def bad(x, n, BLOCK: tile.constexpr):
+        acc = 0
+        for i in range(n):
+            acc = acc + tile.load(x + tile.arange(0, BLOCK))
+        tile.store(x + tile.arange(0, BLOCK), acc)
+
+    with pytest.raises(tile.CompilationError, match="'acc' changes type"):
+        bad[(1,)](torch.ones(8), 2, BLOCK=8)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_control_flow_spellings_compile_for_the_gpu(target, gpu_target):
+    gpu_target(target)
+    _early_return(True, device="meta")
+    _early_return(False, device="meta")
+    _python_number_loop(device="meta")
