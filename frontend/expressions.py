@@ -259,6 +259,8 @@ class Expressions:
 
     def expr_getattr(self, node):
         obj, name = self.expr(node.children[0]), _name(node.children[1])
+        if isinstance(obj, (TensorArg, Pointer)) and name == "dtype":  # (Triton's `x_ptr.dtype.element_ty`)
+            return dtypes.pointer_type((obj if isinstance(obj, TensorArg) else obj.base).dtype)
         if isinstance(obj, TensorArg):
             return tensor_method(obj, name)
         if isinstance(obj, Tile):

@@ -19,7 +19,7 @@ import types
 from collections import ChainMap
 
 from .constexpr import constexpr
-from .dtypes import dtype
+from .dtypes import dtype, pointer_type
 from .errors import source_of
 
 
@@ -39,7 +39,7 @@ def namespace(fn) -> ChainMap:
 
 def is_constant(v) -> bool:
     """A value the frontend folds into the code it emits."""
-    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), dtype)):
+    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), dtype, pointer_type)):
         return True
     if isinstance(v, constexpr):
         return is_constant(v.value)

@@ -96,7 +96,8 @@ KERNEL_BUILTINS = {
 # Triton's names not in the language yet: an error at the line that says so.
 NOT_YET = ("cumsum", "cumprod", "associative_scan", "sort", "flip", "histogram", "join", "split", "interleave",
            "reduce", "inline_asm_elementwise", "make_block_ptr", "advance", "make_tensor_descriptor",
-           "atomic_cas", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor", "debug_barrier", "topk")
+           "atomic_cas", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor", "debug_barrier", "topk",
+           "uint8", "uint16", "uint32", "uint64")
 
 
 def not_yet(name: str) -> str | None:

@@ -332,3 +332,50 @@ def test_control_flow_spellings_compile_for_the_gpu(target, gpu_target):
     _early_return(True, device="meta")
     _early_return(False, device="meta")
     _python_number_loop(device="meta")
+
+
+@tile.kernel
+def dtype_names_kernel(x_ptr, q_ptr, y_ptr, n, BLOCK: tile.constexpr):
+    tile.static_assert(q_ptr.dtype.element_ty == tile.float8e4nv)
+    tile.static_assert(isinstance(x_ptr.dtype, tile.pointer_type) and x_ptr.dtype.element_ty == tile.int16)
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    mask = offs < n
+    x = tile.load(x_ptr + offs, mask=mask)  # int16
+    doubled = x * 2 - 7  # int16 arithmetic, wrapping as torch's
+    tile.store(x_ptr + offs, doubled, mask=mask)
+    q = tile.load((q_ptr + 1) + offs - 1, mask=mask).to(tile.float32)
+    total = tile.sum(x, axis=0)  # a narrow int adds up in int32
+    y = x.to(y_ptr.dtype.element_ty) * q + total.to((y_ptr + 0).dtype.element_ty)
+    tile.store(y_ptr + offs, y, mask=mask)
+
+
+def _dtype_names(device="cpu"):
+    x = torch.tensor([-30000, -5, 0, 3, 17, 20000, 32767, 9, -1], dtype=torch.int16)
+    q = torch.linspace(-3.0, 3.0, 9).to(torch.float8_e4m3fn)
+    y = torch.empty(9, device=device)
+    x_d = x.clone().to(device)
+    dtype_names_kernel[(1,)](x_d, q.to(device), y, 9, BLOCK=16)
+    return x, q, x_d, y
+
+
+def test_triton_dtype_names():
+    assert tile.float8e4nv is tile.float8e4m3 and tile.float8e5 is tile.float8e5m2
+    assert tile.int16.bits == 16 and tile.pointer_type(tile.float16).element_ty is tile.float16
+    x, q, x_after, y = _dtype_names()
+    assert torch.equal(x_after, x * 2 - 7)
+    torch.testing.assert_close(y, x.float() * q.float() + x.to(torch.int32).sum().float())
+
+
+def test_unsigned_ints_are_not_in_the_language_yet():
+    @tile.kernel
+    def unsigned(x):
+        tile.store(x, tile.load(x).to(tile.uint8))
+
+    with pytest.raises(tile.CompilationError, match=r"tile.uint8 \(Triton's tl.uint8\) is not in the language yet"):
+        unsigned[(1,)](torch.ones(1))
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_dtype_names_compile_for_the_gpu(target, gpu_target):
+    gpu_target(target)
+    _dtype_names(device="meta")
