@@ -20,9 +20,9 @@ if __package__:
     from .frontend.language import *  # noqa: F401,F403  (the kernel language)
     from .frontend.language import constexpr
     from .runtime.autotune import Autotuner, Config, autotune
-    from .runtime.kernel import Kernel, func, kernel
+    from .runtime.kernel import Kernel, func, jit, kernel
 
 __all__ = [
-    "kernel", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
+    "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int16", "int1", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError",
 ]

@@ -50,6 +50,19 @@ def kernel(fn=None, **options):
     return Kernel(fn, **options)
 
 
+# Triton's @jit options that change no result here: accepted by `jit` and dropped
+_TRITON_ONLY_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline", "repr", "launch_metadata",
+                        "version", "debug")
+
+
+def jit(fn=None, **options):
+    """`@tile.jit`: Triton's spelling of `@tile.kernel`. As every kernel, it is launched with
+    `f[grid](...)` and inlined where another kernel calls it (Triton's @jit functions call
+    one another); Triton's options that change no result (`do_not_specialize`, `noinline`,
+    ...) are accepted."""
+    return kernel(fn, **{k: v for k, v in options.items() if k not in _TRITON_ONLY_OPTIONS})
+
+
 def checked_options(options: dict) -> dict:
     """num_warps a power of two from 1 to 32 (a block of at most 1024 threads), num_stages
     an int of at least 1; ints, not floats or bools."""
@@ -91,6 +104,13 @@ class Kernel(FastLaunch):
 
     def __repr__(self):
         return f"<tile.kernel {self.name}>"
+
+    @functools.cached_property
+    def tile_helper(self):
+        """The kernel as a `@tile.func`: called from a kernel, it is inlined there."""
+        from ..frontend.helper import Helper
+
+        return Helper(self.fn)
 
     def __call__(self, *args, **kwargs):
         raise TileError(f"launch a kernel with a grid: {self.name}[grid](...)")
@@ -148,7 +168,9 @@ class Kernel(FastLaunch):
         """(name, kind, detail) per parameter: the specialization, in compiler form."""
         sig = []
         for p, v in zip(self.params, values):
-            if p.name in self.constexprs:
+            if v is None and p.name not in self.constexprs:  # Triton's optional pointer: `if W is not None:` folds
+                sig.append((p.name, "constexpr", None))
+            elif p.name in self.constexprs:
                 if is_tensor(v):
                     raise LaunchError(f"argument '{p.name}' is a constexpr and cannot be a tensor")
                 try:
@@ -177,6 +199,14 @@ class Kernel(FastLaunch):
             else:
                 raise LaunchError(f"argument '{p.name}' has type {type(v).__name__}; kernels take torch tensors, ints, floats and bools")
         return sig
+
+    def runtime_values(self, values) -> tuple[list, list[str]]:
+        """The values the compiled kernel takes, and their names: not the constexprs, nor a
+        None (specialized as a compile-time None)."""
+        if not any(v is None for v in values):
+            return [v for is_const, v in zip(self._is_const, values) if not is_const], self._runtime_names
+        kept = [(v, p.name) for is_const, v, p in zip(self._is_const, values, self.params) if not is_const and v is not None]
+        return [v for v, _ in kept], [n for _, n in kept]
 
     def target_for(self, values) -> str:
         env = os.environ.get("TILE_TARGET")
@@ -258,7 +288,7 @@ class Kernel(FastLaunch):
             return  # TILE_COMPILE_ONLY: ahead-of-time builds compile into the cache and run nothing
         if miss:
             # Devices and strides are checked once per argument signature; the fast key pins them.
-            launch.check([v for is_const, v in zip(self._is_const, values) if not is_const])
+            launch.check(self.runtime_values(values)[0])
             if not holds_nan(fast):
                 self._fast[fast] = launch
         if callable(grid):
@@ -266,7 +296,7 @@ class Kernel(FastLaunch):
         grid = normal_grid(grid)
         if grid is None:
             return
-        launch(grid, [v for is_const, v in zip(self._is_const, values) if not is_const], self._runtime_names)
+        launch(grid, *self.runtime_values(values))
 
 
 
@@ -297,7 +327,7 @@ def _divisible_args(kernel, values) -> str:
     as Triton specializes: they let loads and stores be 16-byte vectors."""
     idx, out = 0, []
     for p, v in zip(kernel.params, values):
-        if p.name in kernel.constexprs:
+        if p.name in kernel.constexprs or v is None:
             continue
         if (is_tensor(v) and v.data_ptr() % 16 == 0) or (isinstance(v, int) and not isinstance(v, bool) and v % 16 == 0):
             out.append(str(idx))

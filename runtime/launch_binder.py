@@ -97,7 +97,7 @@ class FastLaunch:
             launcher = self.launcher(values, options, self.target_for(values))
             if read_env()[2]:
                 return  # TILE_COMPILE_ONLY: never kept, so every launch reaches the cache
-            runtime = [v for is_const, v in zip(self._is_const, values) if not is_const]
+            runtime, names = self.runtime_values(values)
             launcher.check(runtime)
             fast = None
             if _kinds_of(self, values) == self._kinds and not holds_nan(key):
@@ -110,7 +110,7 @@ class FastLaunch:
                     return
                 gx, gy, gz = grid
             if fast is None:
-                return launcher((gx, gy, gz), runtime, self._runtime_names)
+                return launcher((gx, gy, gz), runtime, names)
             flat = []
             for kind, v in zip(self._kinds, runtime):
                 flat += (v, v.data_ptr()) if kind == "t" else (v,)

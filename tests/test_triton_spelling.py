@@ -379,3 +379,81 @@ def test_unsigned_ints_are_not_in_the_language_yet():
 def test_dtype_names_compile_for_the_gpu(target, gpu_target):
     gpu_target(target)
     _dtype_names(device="meta")
+
+
+@tile.jit
+def scale_row(X, Y, row, n_cols, scale, BLOCK: tile.constexpr):
+    """A kernel of its own, and a helper where another kernel calls it (Triton's @jit)."""
+    cols = tile.arange(0, BLOCK)
+    v = tile.load(X + row * n_cols + cols, mask=cols < n_cols)
+    tile.store(Y + row * n_cols + cols, v * scale, mask=cols < n_cols)
+
+
+@tile.jit(do_not_specialize=["n_rows"], noinline=True)
+def scale_rows_kernel(X, Y, n_rows, n_cols, BLOCK: tile.constexpr):
+    pid = tile.program_id(0)
+    for r in range(pid * 2, min(pid * 2 + 2, n_rows)):
+        scale_row(X, Y, r, n_cols, 2.0, BLOCK)
+
+
+def _jit(device="cpu"):
+    torch.manual_seed(4)
+    x = torch.randn(5, 19)
+    y = torch.zeros(5, 19, device=device)
+    scale_rows_kernel[(3,)](x.to(device), y, 5, 19, BLOCK=32)
+    scale_row[(1,)](x.to(device), y, 4, 19, -1.0, BLOCK=32)  # launched itself: row 4 again
+    return x, y
+
+
+def test_jit_is_a_kernel_and_a_helper():
+    x, y = _jit()
+    torch.testing.assert_close(y[:4], x[:4] * 2)
+    torch.testing.assert_close(y[4], -x[4])
+
+
+@tile.jit
+def optional_pointers_kernel(
+    X,
+    W,
+    B,
+    Y,
+    n_cols,
+    stride,
+    BLOCK: tile.constexpr,
+):
+    row = tile.program_id(0)
+    cols = tile.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tile.load(X + row * stride + cols, mask=mask, other=0.0)
+    if W is not None:
+        x = x * tile.load(W + cols, mask=mask, other=0.0)
+    if B is not None:
+        x += tile.load(B + cols, mask=mask, other=0.0)
+    tile.store(Y + row * n_cols + cols, x, mask=mask)
+
+
+def _optional(has_w, has_b, device="cpu"):
+    torch.manual_seed(5)
+    x = torch.randn(3, 40)[:, :37]  # strided rows
+    w, b = torch.randn(37), torch.randn(37)
+    y = torch.zeros(3, 37, device=device)
+    optional_pointers_kernel[(3,)](
+        x.to(device), w.to(device) if has_w else None, b.to(device) if has_b else None, y, 37, x.stride(0), BLOCK=64,
+    )
+    return x, w, b, y
+
+
+@pytest.mark.parametrize("has_w, has_b", [(True, True), (False, True), (True, False), (False, False)])
+def test_none_for_a_tensor_argument(has_w, has_b):
+    x, w, b, y = _optional(has_w, has_b)
+    torch.testing.assert_close(y, x * (w if has_w else 1.0) + (b if has_b else 0.0))
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_jit_and_none_compile_for_the_gpu(target, gpu_target):
+    gpu_target(target)
+    _jit(device="meta")
+    _optional(False, True, device="meta")
+    x, y = torch.empty(3, 37, device="meta"), torch.empty(3, 37, device="meta")
+    ptx = optional_pointers_kernel.compile(x, None, None, y, 37, 37, BLOCK=64).asm["ptx"]
+    assert ptx.count("ld.global") == 1  # (no load of W or B)
