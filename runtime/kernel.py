@@ -144,8 +144,9 @@ class Kernel(FastLaunch):
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
-        options = {k: unwrap(kwargs.pop(k)) for k in list(kwargs) if k in DEFAULT_OPTIONS}
         names = [p.name for p in self.params]
+        # A launch option is the kernel's parameter too where it has one of that name (as Triton binds both)
+        options = {k: unwrap(kwargs[k] if k in names else kwargs.pop(k)) for k in list(kwargs) if k in DEFAULT_OPTIONS}
         if len(args) > len(names):
             raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
         values = dict(zip(names, args))
@@ -161,7 +162,10 @@ class Kernel(FastLaunch):
         missing = [n for n in names if n not in values]
         if missing:
             kind = "constexpr" if all(m in self.constexprs for m in missing) else "argument"
-            raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}")
+            options_too = [m for m in missing if m in DEFAULT_OPTIONS]
+            hint = f" ({' and '.join(options_too)}: a launch option and a parameter of this kernel; pass it by keyword, " \
+                   f"{options_too[0]}=..., and both take it)" if options_too else ""
+            raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}{hint}")
         return [unwrap(values[n]) for n in names], checked_options({**self.options, **options}) if options else self.options
 
     def signature(self, values) -> list[tuple]:

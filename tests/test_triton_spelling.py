@@ -457,3 +457,41 @@ def test_jit_and_none_compile_for_the_gpu(target, gpu_target):
     x, y = torch.empty(3, 37, device="meta"), torch.empty(3, 37, device="meta")
     ptx = optional_pointers_kernel.compile(x, None, None, y, 37, 37, BLOCK=64).asm["ptx"]
     assert ptx.count("ld.global") == 1  # (no load of W or B)
+
+
+@tile.kernel
+def stages_kernel(x, out, n, BLOCK: tile.constexpr, num_stages: tile.constexpr = 2, num_warps: tile.constexpr = 4):
+    """Kernel parameters named as the launch options: both take what the launch passes."""
+    offs = tile.arange(0, BLOCK)
+    acc = tile.zeros((BLOCK,), tile.float32)
+    for i in tile.range(0, n, BLOCK, num_stages=num_stages):
+        acc += tile.load(x + i + offs, mask=i + offs < n, other=0.0)
+    tile.store(out + offs, acc * num_stages + num_warps)
+
+
+@tile.kernel
+def warps_kernel(out, num_warps: tile.constexpr):
+    tile.store(out, num_warps + 0.0)
+
+
+def test_launch_options_named_as_parameters():
+    x = torch.randn(100)
+    out = torch.zeros(16)
+    expected = torch.nn.functional.pad(x, (0, 12)).view(-1, 16).sum(0)
+    stages_kernel[(1,)](x, out, 100, BLOCK=16)
+    torch.testing.assert_close(out, expected * 2 + 4)
+    stages_kernel[(1,)](x, out, 100, BLOCK=16, num_stages=3, num_warps=8)
+    torch.testing.assert_close(out, expected * 3 + 8)
+    one = torch.zeros(1)
+    warps_kernel[(1,)](one, num_warps=2)
+    assert one.item() == 2.0
+    with pytest.raises(tile.LaunchError, match=r"missing constexpr\(s\): num_warps \(num_warps: a launch option and a "
+                                               r"parameter of this kernel; pass it by keyword"):
+        warps_kernel[(1,)](one)
+
+
+def test_launch_options_named_as_parameters_compile_for_the_gpu(gpu_target):
+    gpu_target("sm_90a")
+    x, out = torch.empty(100, device="meta"), torch.empty(16, device="meta")
+    launcher = stages_kernel.compile(x, out, 100, BLOCK=16, num_stages=3, num_warps=8)
+    assert ".maxntid 256" in launcher.asm["ptx"]  # num_warps=8 reached the launch too
