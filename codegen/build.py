@@ -117,12 +117,15 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         kernel._parsed = parse_function(kernel.fn)
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature)
+        # device_assert: checked on the CPU target; on a GPU with TILE_DEBUG=1 or @tile.jit(debug=True)
+        asserts = target == "cpu" or bool(options.get("debug"))
+        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature, asserts=asserts)
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
-            if collect(module.operation, ["tile.print"]):
-                raise CompilationError(f"{kernel.name}: device_print is not supported on a GPU in a kernel whose dot "
-                                       "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")
+            if collect(module.operation, ["tile.print", "tile.assert_fail"]):
+                raise CompilationError(f"{kernel.name}: device_print and device_assert are not supported on a GPU in a "
+                                       "kernel whose dot takes the linalg path (f32 operands without tf32, or tiles too "
+                                       "small for mma)")
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]

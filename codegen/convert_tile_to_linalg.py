@@ -344,6 +344,8 @@ LOWERINGS = {
 from .device_print import lower_print  # noqa: E402  (it builds on the helpers above)
 
 LOWERINGS["tile.print"] = lower_print
+from .device_assert import lower_assert_fail  # noqa: E402
+LOWERINGS["tile.assert_fail"] = lower_assert_fail
 
 
 def inline_fused(op):

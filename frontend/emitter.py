@@ -13,6 +13,8 @@ from lark import Tree
 from mlir import ir
 from mlir.dialects import func, scf
 
+from . import device_assert
+from .builtins import EMITTERS
 from .control_flow import ControlFlow, Restart
 from .errors import CompilationError, TileError
 from .expressions import _UNSUPPORTED, Expressions, _name, is_runtime
@@ -141,9 +143,10 @@ class FunctionEmitter(ControlFlow, Expressions):
     def stmt_assert_stmt(self, node):
         """`assert BLOCK % 16 == 0, "..."` checks compile-time values as the kernel compiles."""
         cond = self.expr(node.children[0])
-        if is_runtime(cond):
-            raise self.error(node, "assert needs a compile-time condition (constexprs); a run-time value is not known "
-                                   "until the kernel runs")
+        if is_runtime(cond):  # (as Triton: a device_assert)
+            message = node.children[1]
+            EMITTERS["device_assert"](cond, "" if message is None else str(self.expr(message)))
+            return
         if not cond:
             message = node.children[1]
             raise self.error(node, "assertion failed" + (f": {self.expr(message)}" if message is not None else ""))
@@ -236,13 +239,21 @@ def _inline(helper, args, kwargs):
     return None
 
 
-def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:
-    """Build `func.func @name` for one specialization.
+def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list, asserts: bool = True) -> ir.Module:
+    """Build `func.func @name` for one specialization (`asserts`: device_assert checks, else none).
 
     `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank) or (dtype, rank, "wide"),
     "scalar" with a dtype, "one" (an int argument equal to 1: still passed, but
     folded as the constant 1, as Triton specializes), or "constexpr" with the Python value.
     """
+    token = device_assert.ENABLED.set(asserts)
+    try:
+        return _emit_kernel(parsed, globals_, name, signature)
+    finally:
+        device_assert.ENABLED.reset(token)
+
+
+def _emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:
     module = ir.Module.create(loc=ir.Location.file(parsed.filename, parsed.first_line, 1))
     arg_types, scope = [], {}
     for pname, kind, detail in signature:

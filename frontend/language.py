@@ -113,6 +113,13 @@ def device_print(prefix, *values):
 
 
 @_builtin
+def device_assert(cond, msg="", mask=None):
+    """Check `cond` in every element (where `mask` holds) when the kernel runs: on the CPU
+    target a failure raises `tile.DeviceAssertionError` after the launch; on a GPU it is
+    checked with TILE_DEBUG=1 (or `@tile.jit(debug=True)`), as Triton's with TRITON_DEBUG."""
+
+
+@_builtin
 def static_print(*values):
     """Print compile-time values (a tile: its shape and dtype) when the kernel compiles."""
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import ctypes
 
+from ..frontend.errors import DeviceAssertionError
 from .arguments import CTYPES, check_values
 from .cpu_float_runtime import add_float_runtime
+
+
+_ASSERT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
 
 
 def _descriptor_type(rank: int):
@@ -31,6 +35,10 @@ class CpuLauncher:
             module = ir.Module.parse(llvm_mlir)
             add_float_runtime(module, llvm_mlir)
             self._engine = ExecutionEngine(module, opt_level=2)
+        # device_assert's failures: recorded by the kernel's call, raised when the launch returns
+        self._failed = []
+        self._on_failure = _ASSERT_CALLBACK(lambda message, x, y, z: self._failed.append((message, (x, y, z))))
+        self._engine.register_runtime("tile_assert_fail", self._on_failure)
         self._args = metadata["args"]
         self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
 
@@ -58,3 +66,8 @@ class CpuLauncher:
             keep.append(c)
             packed.append(ctypes.pointer(c))
         self._engine.invoke(self.name, *packed)
+        if self._failed:
+            (message, pid), count = self._failed[0], len(self._failed)
+            self._failed.clear()
+            more = f" (and in {count - 1} other program(s))" if count > 1 else ""
+            raise DeviceAssertionError(f"{message.decode(errors='replace')} in program {pid}{more}")

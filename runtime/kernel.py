@@ -26,7 +26,8 @@ from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, ch
 from ..frontend.constexpr import constexpr, unwrap
 from ..frontend.names import captured, described
 from . import cache
-from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
+from .launch_binder import (OPTION_NAMES, FastLaunch, disjoint, exact_grid, flag_on, holds_nan, is_tensor, normal_grid,
+                            read_env, wide)
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
@@ -52,7 +53,7 @@ def kernel(fn=None, **options):
 
 # Triton's @jit options that change no result here: accepted by `jit` and dropped
 _TRITON_ONLY_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline", "repr", "launch_metadata",
-                        "version", "debug")
+                        "version", "debug")  # (debug: device_assert on a GPU, `Kernel.debug`)
 
 
 def jit(fn=None, **options):
@@ -60,7 +61,12 @@ def jit(fn=None, **options):
     `f[grid](...)` and inlined where another kernel calls it (Triton's @jit functions call
     one another); Triton's options that change no result (`do_not_specialize`, `noinline`,
     ...) are accepted."""
-    return kernel(fn, **{k: v for k, v in options.items() if k not in _TRITON_ONLY_OPTIONS})
+    def make(f):
+        k = kernel(f, **{key: v for key, v in options.items() if key not in _TRITON_ONLY_OPTIONS})
+        k.debug = bool(options.get("debug"))
+        return k
+
+    return make if fn is None else make(fn)
 
 
 def checked_options(options: dict) -> dict:
@@ -81,6 +87,7 @@ class Kernel(FastLaunch):
             raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
         fn = checked_function(fn, "kernel", varargs=False)
         self.fn, self.name = fn, fn.__name__
+        self.debug = False  # device_assert checked on a GPU too (@tile.jit(debug=True); TILE_DEBUG=1 for all)
         self.options = checked_options({**DEFAULT_OPTIONS, **options})
         self.params = list(inspect.signature(fn).parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr(p.annotation)}
@@ -250,6 +257,8 @@ class Kernel(FastLaunch):
         if target != "cpu":
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
+            if self.debug or flag_on(os.environ.get("TILE_DEBUG")):
+                options["debug"] = True
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
         # Constexprs by repr (B="4" after B=4 found its build: str() is "4" for both), a helper by its code.
         key = (target, tuple(sorted(options.items())), tuple((n, k, described(d)) for n, k, d in sig),
