@@ -22,15 +22,17 @@ def _message(op) -> str:
     return ir.StringAttr(op.attributes["message"]).value
 
 
-def _global_string(anchor, text: str):
-    """A pointer to `text`, NUL-terminated, in a constant global of the module."""
-    body, names = _symbols(anchor)
-    name = f"tile_assert_{len([n for n in names if n.startswith('tile_assert_')])}"
+def _global_string(body, name: str, text: str):
+    """A pointer to `text`, NUL-terminated, in a constant global `name` of the module `body`."""
     data = text.encode() + b"\0"
     with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
         llvm.GlobalOp(ir.Type.parse(f"!llvm.array<{len(data)} x i8>"), name, ir.Attribute.parse("#llvm.linkage<internal>"),
                       constant=True, value=ir.StringAttr.get(data.decode()))
     return llvm.AddressOfOp(ir.Type.parse("!llvm.ptr"), name).result
+
+
+def _assert_names(names) -> int:
+    return len([n for n in names if n.startswith("tile_assert_")])
 
 
 def lower_assert_fail(op):
@@ -39,7 +41,8 @@ def lower_assert_fail(op):
     callee = "_mlir_ciface_" + CPU_CALLBACK
     _declare(body, names, callee, _SIGNATURE)
     pids = [tile_ops.program_id(a) for a in range(3)]
-    llvm.CallOp(None, [_global_string(op, _message(op)), *pids], [], [], callee=callee)
+    message = _global_string(body, f"tile_assert_{_assert_names(names)}", _message(op))
+    llvm.CallOp(None, [message, *pids], [], [], callee=callee)
     return None
 
 
@@ -62,15 +65,9 @@ def op_tile_assert_fail(self, op):
     text = _message(op)
     where, _, message = text.partition(": device_assert failed: ")
     file, _, line = where.rpartition(":")
-    strings = []
-    for i, s in enumerate((message or text, file or "<kernel>", "kernel")):
-        name = f"tile_assert_{len(names) + i}"
-        data = s.encode() + b"\0"
-        with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
-            llvm.GlobalOp(ir.Type.parse(f"!llvm.array<{len(data)} x i8>"), name,
-                          ir.Attribute.parse("#llvm.linkage<internal>"), constant=True,
-                          value=ir.StringAttr.get(data.decode()))
-        strings.append(llvm.AddressOfOp(ir.Type.parse("!llvm.ptr"), name).result)
+    first = _assert_names(names)
+    strings = [_global_string(body, f"tile_assert_{first + i}", s)
+               for i, s in enumerate((message or text, file or "<kernel>", "kernel"))]
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
     line_no = arith.ConstantOp(i32, int(line) if line.isdigit() else 0).result
     llvm.CallOp(None, [strings[0], strings[1], line_no, strings[2], arith.ConstantOp(i64, 1).result], [], [],
