@@ -15,6 +15,7 @@ from mlir.dialects import func, scf
 
 from . import device_assert
 from .builtins import EMITTERS
+from .constexpr import unwrap
 from .control_flow import ControlFlow, Restart
 from .errors import CompilationError, TileError
 from .expressions import _UNSUPPORTED, Expressions, _name, is_runtime
@@ -230,7 +231,8 @@ def _inline(helper, args, kwargs):
     except TypeError as e:
         raise TileError(f"{helper.__name__}(): {e}") from None
     bound.apply_defaults()
-    inner = FunctionEmitter(parsed, namespace(helper.fn), dict(bound.arguments))
+    # (a default may be a module's `tile.constexpr(...)`: its value, as everywhere in a kernel)
+    inner = FunctionEmitter(parsed, namespace(helper.fn), {k: unwrap(v) for k, v in bound.arguments.items()})
     body = parsed.tree.children[-1]
     try:
         inner.suite_of(body.children if body.data == "suite" else [body])

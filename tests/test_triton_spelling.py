@@ -155,9 +155,15 @@ def test_bitcast_needs_one_width():
         bad[(1,)](torch.ones(1), torch.ones(1, dtype=torch.float16))
 
 
+@tile.func
+def fused_limit(block, limit=MAX_FUSED_SIZE):
+    tile.static_assert(block <= limit, "BLOCK past MAX_FUSED_SIZE")
+    return tile.arange(0, limit)  # (a compile-time int here, not the wrapper)
+
+
 @tile.kernel
 def fused_size_kernel(x, out, n, BLOCK: tile.constexpr):
-    tile.static_assert(BLOCK <= MAX_FUSED_SIZE, "BLOCK past MAX_FUSED_SIZE")
+    fused_limit(BLOCK)
     kind = 1 if isinstance(BLOCK, tile.constexpr) else 0
     kind += 2 if isinstance(n, tile.constexpr) else 0
     offs = tile.arange(0, BLOCK)
