@@ -387,4 +387,5 @@ def tile_method(t: Tile, name: str):
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import device_assert, random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)
+# (they register their emitters)
+from . import device_assert, python_builtins, random, reductions, shape_builtins  # noqa: E402,F401

@@ -120,6 +120,21 @@ def device_assert(cond, msg="", mask=None):
 
 
 @_builtin
+def multiple_of(x, values):
+    """x, said to be a multiple of `values` (Triton's compiler hint; accepted, and x returned)."""
+
+
+@_builtin
+def max_contiguous(x, values):
+    """x, said to hold runs of `values` consecutive ints (Triton's hint; accepted, and x returned)."""
+
+
+@_builtin
+def max_constancy(x, values):
+    """x, said to hold runs of `values` equal values (Triton's hint; accepted, and x returned)."""
+
+
+@_builtin
 def static_print(*values):
     """Print compile-time values (a tile: its shape and dtype) when the kernel compiles."""
 

@@ -17,6 +17,7 @@ import functools
 from mlir.dialects import arith
 
 from . import semantics
+from .builtins import EMITTERS
 from .constexpr import constexpr, unwrap
 from .semantics import SemanticError
 from .values import Pointer, TensorArg, Tile
@@ -76,8 +77,6 @@ def _isinstance(value, classes):
 
 
 def _print(*values, **kwargs):
-    from .builtins import EMITTERS
-
     if not values or not isinstance(values[0], str):
         raise SemanticError("print in a kernel is tile.device_print(prefix, *values): give a string prefix first, "
                             "as print(\"x\", x)")
@@ -92,6 +91,18 @@ KERNEL_BUILTINS = {
     "isinstance": KernelBuiltin("isinstance", py.isinstance, _isinstance),
     "print": KernelBuiltin("print", py.print, _print),
 }
+
+def _hint(x, values):
+    """Triton's `multiple_of` / `max_contiguous` / `max_constancy`: x itself (the axis analysis
+    finds what it can prove; a hint it cannot check is not taken on trust)."""
+    if not isinstance(values, (int, tuple, list)) or isinstance(values, bool):
+        raise SemanticError(f"a hint's values must be compile-time ints, got {values!r}")
+    return x
+
+
+for _name in ("multiple_of", "max_contiguous", "max_constancy"):
+    EMITTERS[_name] = _hint
+
 
 # Triton's names not in the language yet: an error at the line that says so.
 NOT_YET = ("cumsum", "cumprod", "associative_scan", "sort", "flip", "histogram", "join", "split", "interleave",

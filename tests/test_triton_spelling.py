@@ -30,7 +30,7 @@ def grouped_matmul_kernel(
     BLOCK_SIZE_K: tile.constexpr,
     GROUP_SIZE_M: tile.constexpr,
 ):
-    """Triton's matmul tutorial, its grouped program order included."""
+    """Triton's matmul tutorial, its grouped program order and its hints included."""
     pid = tile.program_id(axis=0)
     num_pid_m = tile.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tile.cdiv(N, BLOCK_SIZE_N)
@@ -42,6 +42,7 @@ def grouped_matmul_kernel(
     pid_n = (pid % num_pid_in_group) // group_size_m
     offs_am = (pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M)) % M
     offs_bn = (pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)) % N
+    offs_am = tile.max_contiguous(tile.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)  # (hints: accepted)
     offs_k = tile.arange(0, BLOCK_SIZE_K)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
