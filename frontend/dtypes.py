@@ -20,6 +20,35 @@ class dtype:
 
         return ir.Type.parse(self.mlir)
 
+    # Triton's dtype queries, as kernels use them on compile-time dtypes (`x.dtype.is_floating()`)
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+    def is_floating(self) -> bool:
+        return self.is_float
+
+    def is_int(self) -> bool:
+        return not self.is_float
+
+    def is_bool(self) -> bool:
+        return self.bits == 1
+
+    def is_fp8(self) -> bool:
+        return self.is_float and self.bits == 8
+
+    def is_fp16(self) -> bool:
+        return self.name == "float16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bfloat16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "float32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "float64"
+
 
 float32 = dtype("float32", "f32", 32, True)
 float16 = dtype("float16", "f16", 16, True)

@@ -319,6 +319,8 @@ class Expressions:
         compile_time = not any(is_runtime(a) or isinstance(a, TensorArg) for a in [*args, *kwargs.values()])
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
+        if isinstance(getattr(callee, "__self__", None), dtypes.dtype) and compile_time:  # x.dtype.is_floating()
+            return callee(*args, **kwargs)
         if callable(callee) and getattr(callee, "__self__", None) is None and callee.__module__ == "tile.frontend.builtins":
             method = _method_name(node.children[0])  # bound tile methods such as x.to / x.stride
             return self.call_emitter(node, method, callee, args, kwargs)

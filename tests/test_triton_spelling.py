@@ -227,7 +227,19 @@ def test_not_yet_names(name):
         _scans()[name][(1,)](torch.ones(4))
 
 
-def test_print_is_device_print():
+@tile.kernel
+def print_kernel(x, BLOCK: tile.constexpr):
+    print("x", tile.load(x + tile.arange(0, BLOCK)), BLOCK)
+
+
+def test_print_is_device_print(capfd):
+    print_kernel[(1,)](torch.tensor([0.5, 2.0]), BLOCK=2)
+    lines = capfd.readouterr().out.splitlines()
+    assert lines == ["pid (0, 0, 0) idx (0) x (operand 0): 0.500000", "pid (0, 0, 0) idx (1) x (operand 0): 2.000000",
+                     "pid (0, 0, 0) idx () x (operand 1): 2"]
+
+
+def test_print_needs_a_prefix():
     @tile.kernel
     def prints(x):
         print(tile.load(x))
@@ -351,6 +363,8 @@ def dtype_names_kernel(x_ptr, q_ptr, y_ptr, n, BLOCK: tile.constexpr):
     doubled = x * 2 - 7  # int16 arithmetic, wrapping as torch's
     tile.store(x_ptr + offs, doubled, mask=mask)
     q = tile.load((q_ptr + 1) + offs - 1, mask=mask).to(tile.float32)
+    tile.static_assert(q.dtype.is_floating() and q.dtype.is_fp32() and q_ptr.dtype.element_ty.is_fp8())
+    tile.static_assert(x.dtype.is_int() and x.dtype.primitive_bitwidth == 16 and not x.dtype.is_floating())
     total = tile.sum(x, axis=0)  # a narrow int adds up in int32
     y = x.to(y_ptr.dtype.element_ty) * q + total.to((y_ptr + 0).dtype.element_ty)
     tile.store(y_ptr + offs, y, mask=mask)
