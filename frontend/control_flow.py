@@ -149,10 +149,11 @@ class ControlFlow:
         return [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var], numbers
 
     def retyping(self, numbers: dict, build):
-        """build(made) emits a loop (its op first in `made`, and returned); a Python number in `numbers` whose type
-        the body changes (`acc = 0`, then `acc += tile.sum(x)` with a float x) starts it again
-        with the number of the body's type, which the loop then carries. A number the
-        loop leaves unchanged is a Python number after it, as before it."""
+        """build(made) emits a loop (its op first in `made`, and returned); a Python number in
+        `numbers` whose type the body changes (`acc = 0`, then `acc += tile.sum(x)` with a float
+        x) starts it again with the number of the body's type, which the loop then carries
+        (Triton 3.9 raises there). A number the loop leaves unchanged is a Python number after
+        it, as before it."""
         depth, saved, outer = self.runtime_depth, dict(self.scope), self.retypable
         self.retypable = outer | set(numbers)
         try:
@@ -168,7 +169,8 @@ class ControlFlow:
                     self.runtime_depth = depth
                     self.scope.clear()
                     self.scope.update(saved)
-                    saved[r.name] = self.scope[r.name] = _Number(semantics.constant(numbers[r.name], r.dtype).value, numbers[r.name])
+                    number = numbers[r.name]
+                    saved[r.name] = self.scope[r.name] = _Number(semantics.constant(number, r.dtype).value, number)
             else:
                 raise TileError("the types of the numbers this loop changes do not settle")
         finally:

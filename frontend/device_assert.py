@@ -45,7 +45,8 @@ def _device_assert(cond, msg="", mask=None):
     else:
         ok = cond if cond.dtype == int1 else semantics.compare("!=", cond, 0)
         if mask is not None:
-            ok = semantics.binary("|", ok, semantics.logical_not(mask if isinstance(mask, Tile) else semantics.literal(bool(mask))))
+            mask = mask if isinstance(mask, Tile) else semantics.literal(bool(mask))
+            ok = semantics.binary("|", ok, semantics.logical_not(mask))
         if not ENABLED.get():
             return None
         if ok.shape:  # every element: the least of them as int32

@@ -56,7 +56,8 @@ def _min_max(kind: str):
         if not any(_runtime(a) for a in args):
             return host(*[unwrap(a) for a in args], **kwargs)
         if kwargs:
-            raise SemanticError(f"{kind}() of run-time values takes no keywords (tile.{kind}imum(x, y) is the elementwise form)")
+            raise SemanticError(f"{kind}() of run-time values takes no keywords (tile.{kind}imum(x, y) is the "
+                                "elementwise form)")
         if len(args) < 2:
             raise SemanticError(f"{kind}() of a run-time value needs two or more arguments; tile.{kind}(x) reduces a tile")
         for a in args:
