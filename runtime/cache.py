@@ -3,7 +3,8 @@
 The key hashes everything the output depends on: the compiler's own sources,
 the kernel's source and the sources of the `@tile.func` helpers it can reach,
 the values of the global constants they name, the specialization, the options,
-the target and the pinned toolchain. An entry is a folder holding
+the target, the pass pipeline's full text with the source of each pass it runs
+from outside the package (`tile.Pipeline`, plugins) and the pinned toolchain. An entry is a folder holding
 `metadata.json` (with the artifact's sha256: a damaged entry is rebuilt), the
 final artifact (`kernel.cubin`, or `kernel.mlir` for the CPU) and every
 stage's text.
@@ -52,7 +53,7 @@ def compiler_digest() -> str:
     return _compiler_digest
 
 
-def key_for(kernel, signature, target: str, options: dict) -> str:
+def key_for(kernel, signature, target: str, options: dict, pipeline: str = "") -> str:
     h = hashlib.sha256()
     source = source_of(kernel.fn, f"kernel {kernel.name}")
     # What the kernel reads from outside: a helper reached through a module, or a global's or
@@ -62,6 +63,7 @@ def key_for(kernel, signature, target: str, options: dict) -> str:
         compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
         *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
         repr([(n, k, described(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
+        pipeline,  # (`pass_pipeline.key_text`: the edited pipeline and its out-of-tree passes' sources)
     ]
     for p in parts:
         h.update(p.encode())
@@ -192,8 +194,10 @@ def _compiler(kernel, target: str, options: dict, path: str):
     return build
 
 
-def load_or_build(kernel, signature, target: str, options: dict):
-    key = key_for(kernel, signature, target, options)
+def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipeline: str = ""):
+    """The launcher of one specialization, from the cache or built; `edits` (`tile.Pipeline`
+    edits) change its pass pipeline, whose `key_text` is `pipeline`."""
+    key = key_for(kernel, signature, target, options, pipeline)
     path = os.path.join(cache_dir(), key)
     want_dumps = bool(os.environ.get("TILE_DUMP_IR"))
     entry = _read_entry(path, target)
@@ -202,7 +206,7 @@ def load_or_build(kernel, signature, target: str, options: dict):
     if entry is None:
         build = _compiler(kernel, target, options, path)
         try:
-            compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+            compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps, edits=edits)
         except Exception as e:
             _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
             raise
