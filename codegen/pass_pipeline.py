@@ -134,12 +134,6 @@ class Pipeline:
             raise TileError(f"the {self._where()} pipeline has no stage '{name}' (its stages: {', '.join(stages)})")
         return StageView(self, name)
 
-    def extend(self, other: "Pipeline") -> "Pipeline":
-        """Add `other`'s edits after this one's."""
-        for e in other.edits:
-            self._record(e)
-        return self
-
     def clear(self) -> "Pipeline":
         """Drop every edit: the default pipeline again."""
         self.edits.clear()
@@ -261,12 +255,11 @@ def launch_edits(kernel_pipeline: Pipeline | None, passes) -> list[Edit]:
 def key_text(edits, options: dict) -> str:
     """What the cache keys hold of a launch's pipeline: the full text of its stages for
     `options` (or the error that applying the edits gives: the build raises it) and the
-    digest of the source of each out-of-tree pass it runs."""
+    digest of the source of each out-of-tree pass it runs (the plugins loaded first)."""
     try:
         stages = apply_edits(edits, options)
     except TileError as e:
         return f"error: {e}"
-    plugins.load_plugins()
     text = pipeline_text(stages)
     names = sorted({pass_name(p) for passes in stages.values() for p in passes})
     sources = [f"{n}: {fp}" for n in names if (fp := plugins.fingerprint(n)) is not None]

@@ -91,8 +91,11 @@ def load_plugin(spec: str):
         raise TileError(f"cannot load the pass plugin '{spec}': no such file")
     name = os.path.splitext(os.path.basename(path))[0]
     loaded = sys.modules.get(name)
-    if loaded is not None and os.path.abspath(getattr(loaded, "__file__", "") or "") == path:
-        return loaded  # (imported already, by the user or an earlier load)
+    if loaded is not None:
+        if os.path.abspath(getattr(loaded, "__file__", "") or "") == path:
+            return loaded  # (imported already, by the user or an earlier load)
+        raise TileError(f"cannot load the pass plugin '{spec}' as module '{name}': a module of that name is imported "
+                        f"already (from {getattr(loaded, '__file__', None) or 'no file'}); rename the file")
     module_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module

@@ -129,12 +129,14 @@ def pass_manager(pipeline: str | list[str], ctx: ir.Context | None = None) -> Pa
         if instance is None:
             try:
                 pm.add(element)
-            except ValueError:
+            except ValueError as e:
                 nested = [n for n in re.findall(r"[\w.-]+", element) if n in PASSES]
                 if nested:  # MLIR's parser knows no Python pass: it said '<name>' is not registered
                     raise TileError(f"tile pass '{nested[0]}' nested in '{element}': tile passes run on the whole "
                                     f"module, at the top level of builtin.module(...)") from None
-                raise
+                said = str(e).splitlines()[0].split("error: ", 1)[-1]
+                raise TileError(f"{said} (a pass of your own registers when its module is imported: import it, or "
+                                "name it in TILE_PASS_PLUGINS or tile-opt --load-pass-plugin)") from None
         else:
             pm.add(_callable(instance), name=instance.pass_name, argument=instance.pass_name)
     return pm

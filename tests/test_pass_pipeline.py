@@ -167,7 +167,7 @@ def test_launch_passes_as_a_pipeline(swap_add):
     edits = tile.Pipeline().replace("tile-fuse", "swap-add", "tile-fuse")
     x, y, out = _run(add_kernel, passes=edits)
     torch.testing.assert_close(out, x * y)
-    with pytest.raises(tile.CompilationError, match="no-such-pass"):
+    with pytest.raises(tile.TileError, match="'no-such-pass' does not refer to a registered pass.*TILE_PASS_PLUGINS"):
         _run(add_kernel, passes=["no-such-pass"])
 
 
@@ -225,3 +225,21 @@ def test_gpu_build_runs_the_plugin_pass(swap_add, gpu_target, target):
     assert "add.f32" in plain.asm["ptx"] and "mul.f32" not in plain.asm["ptx"]
     assert "mul.f32" in swapped.asm["ptx"] and "add.f32" not in swapped.asm["ptx"]
     assert plain.metadata["cache_path"] != swapped.metadata["cache_path"]
+
+
+def test_restart_from_a_stage_file_through_a_pipeline(swap_add, tmp_path):
+    from tile.codegen.compiler import compile_file
+
+    swap_add("mulf")
+    x, y, out = _run(add_kernel)
+    path = tmp_path / "01-stage-tile.mlir"
+    path.write_text(add_kernel.compile(x, y, out, 300, BLOCK=128).asm["tile"])
+    edited = compile_file(str(path), "cpu", pipeline=tile.Pipeline().insert_after("tile-fuse", "swap-add"))
+    assert "arith.mulf" in edited.stages["tile-opt"] and "swap-add" in edited.pipeline
+    assert "arith.mulf" not in compile_file(str(path), "cpu").stages["tile-opt"]
+
+
+def test_plugin_file_named_as_an_imported_module(tmp_path):
+    (tmp_path / "json.py").write_text("")
+    with pytest.raises(tile.TileError, match="module 'json': a module of that name is imported already"):
+        plugins.load_plugin(str(tmp_path / "json.py"))
