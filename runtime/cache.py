@@ -4,10 +4,10 @@ The key hashes everything the output depends on: the compiler's own sources,
 the kernel's source and the sources of the `@tile.func` helpers it can reach,
 the values of the global constants they name, the specialization, the options,
 the target, the pass pipeline's full text with the source of each pass it runs
-from outside the package (`tile.Pipeline`, plugins) and the pinned toolchain. An entry is a folder holding
-`metadata.json` (with the artifact's sha256: a damaged entry is rebuilt), the
-final artifact (`kernel.cubin`, or `kernel.mlir` for the CPU) and every
-stage's text.
+from outside the package (`tile.Pipeline`, plugins) and the pinned toolchain.
+An entry is a folder holding `metadata.json` (with the artifact's sha256: a
+damaged entry is rebuilt), the final artifact (`kernel.cubin`, or
+`kernel.mlir` for the CPU) and every stage's text.
 
 `TILE_CACHE_DIR` moves the cache (default `~/.cache/tile`); `TILE_DUMP_IR=DIR`
 also writes every pass and stage into DIR, on a hit too (a hit whose entry was
