@@ -3,10 +3,11 @@
 The key hashes everything the output depends on: the compiler's own sources,
 the kernel's source and the sources of the `@tile.func` helpers it can reach,
 the values of the global constants they name, the specialization, the options,
-the target and the pinned toolchain. An entry is a folder holding
-`metadata.json` (with the artifact's sha256: a damaged entry is rebuilt), the
-final artifact (`kernel.cubin`, or `kernel.mlir` for the CPU) and every
-stage's text.
+the target, the pass pipeline's full text with the source of each pass it runs
+from outside the package (`tile.Pipeline`, plugins) and the pinned toolchain.
+An entry is a folder holding `metadata.json` (with the artifact's sha256: a
+damaged entry is rebuilt), the final artifact (`kernel.cubin`, or
+`kernel.mlir` for the CPU) and every stage's text.
 
 `TILE_CACHE_DIR` moves the cache (default `~/.cache/tile`); `TILE_DUMP_IR=DIR`
 also writes every pass and stage into DIR, on a hit too (a hit whose entry was
@@ -50,7 +51,7 @@ def compiler_digest() -> str:
     return _compiler_digest
 
 
-def key_for(kernel, signature, target: str, options: dict) -> str:
+def key_for(kernel, signature, target: str, options: dict, pipeline: str = "") -> str:
     h = hashlib.sha256()
     source = source_of(kernel.fn, f"kernel {kernel.name}")
     # What the kernel reads from outside: a helper reached through a module, or a global's or
@@ -60,6 +61,7 @@ def key_for(kernel, signature, target: str, options: dict) -> str:
         compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
         *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
         repr([(n, k, described(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
+        pipeline,  # (`pass_pipeline.key_text`: the edited pipeline and its out-of-tree passes' sources)
     ]
     for p in parts:
         h.update(p.encode())
@@ -208,11 +210,11 @@ def _usable_entry(path: str, target: str, want_dumps: bool):
     return None if entry is not None and want_dumps and not _has_dumps(path) else entry
 
 
-def _build(kernel, signature, target: str, options: dict, path: str, key: str, want_dumps: bool):
+def _build(kernel, signature, target: str, options: dict, path: str, key: str, want_dumps: bool, edits=()):
     """Compile, and write the entry and the dumps (those of a failed build too)."""
     build = _compiler(kernel, target, options, path)
     try:
-        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps, edits=edits)
     except Exception as e:
         _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
         raise
@@ -221,9 +223,11 @@ def _build(kernel, signature, target: str, options: dict, path: str, key: str, w
     return compiled, artifact
 
 
-def load_or_build(kernel, signature, target: str, options: dict, build: bool = True):
-    """The launcher of a cache entry, built first if it is missing; None then if not `build`."""
-    key = key_for(kernel, signature, target, options)
+def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipeline: str = "", build: bool = True):
+    """The launcher of one specialization, from the cache or built first if it is missing (None
+    then if not `build`); `edits` (`tile.Pipeline` edits) change its pass pipeline, whose
+    `key_text` is `pipeline`."""
+    key = key_for(kernel, signature, target, options, pipeline)
     path = os.path.join(cache_dir(), key)
     want_dumps = bool(os.environ.get("TILE_DUMP_IR"))
     entry = _usable_entry(path, target, want_dumps)
@@ -236,7 +240,7 @@ def load_or_build(kernel, signature, target: str, options: dict, build: bool = T
         with _BUILD_LOCK:
             entry = _usable_entry(path, target, want_dumps)
             if entry is None:
-                compiled, artifact = _build(kernel, signature, target, options, path, key, want_dumps)
+                compiled, artifact = _build(kernel, signature, target, options, path, key, want_dumps, edits)
                 entry, asm = (compiled.metadata, artifact), dict(compiled.stages)  # from memory: the write may have failed
     if asm is None:
         _copy_dumps(path, kernel.name, key)
