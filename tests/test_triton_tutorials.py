@@ -31,7 +31,13 @@ LIBDEVICE = "tile.extra.libdevice (Triton's tl.extra.libdevice)"
 MATH = "tile.math (Triton's tl.math.exp2 / log2)"
 DESCRIPTORS = "tile.TensorDescriptor and tensor descriptors' load/store"
 AUTOTUNE = "tile.autotune's prune_configs_by and Config(pre_hook=)"
-WARP_SPECIALIZE = "tile.range(..., warp_specialize=) and isinstance(x, tile.tensor_descriptor)"
+RANGE_OPTIONS = "tile.range(..., flatten=, warp_specialize=)"
+DESCRIPTOR_TYPE = "isinstance(x, tile.tensor_descriptor)"
+POINTER_ARRAYS = "tile.pointer_type: an int64 loaded from a tensor cast to a pointer (arrays of pointers)"
+SPLIT = "tile.split (and join) of a trailing dim of 2"
+DOT_SCALED = "tile.dot_scaled (fp8/fp4 blocks with e8m0 scales per 32 elements of K)"
+GDC = "tile.extra.cuda.gdc_wait / gdc_launch_dependents and the launch option launch_pdl="
+DTYPE_NAMES = "Triton's dtype names (float8e4nv, float8e5) and x_ptr.dtype.element_ty"
 
 
 def _why(*missing):
@@ -47,8 +53,14 @@ CPU_BLOCKERS = {
     "t04_low_memory_dropout": _why(JIT),
     "t05_layer_norm": _why(JIT, ATOMIC_CAS, NUM_CTAS),
     "t06_fused_attention:check_backward_only": _why(JIT, MATH, DESCRIPTORS),
-    "t06_fused_attention": _why(JIT, MATH, DESCRIPTORS, AUTOTUNE, WARP_SPECIALIZE),
+    "t06_fused_attention": _why(JIT, MATH, DESCRIPTORS, AUTOTUNE, RANGE_OPTIONS, DESCRIPTOR_TYPE, DTYPE_NAMES),
     "t07_extern_functions": _why(JIT, LIBDEVICE),
+    "t08_grouped_gemm:check_pointers": _why(JIT, CONFIG, POINTER_ARRAYS),
+    "t08_grouped_gemm": _why(JIT, CONFIG, POINTER_ARRAYS, DESCRIPTORS, DTYPE_NAMES),
+    "t09_persistent_matmul:check_matmul": _why(JIT, CONFIG, DTYPE_NAMES),
+    "t09_persistent_matmul": _why(JIT, CONFIG, DTYPE_NAMES, RANGE_OPTIONS, DESCRIPTORS, SPLIT),
+    "t10_block_scaled_matmul": _why(JIT, DESCRIPTORS, DOT_SCALED),
+    "t11_programmatic_dependent_launch": _why(JIT, GDC),
 }
 # port[:function] -> what its benchmark_launches() (or that function's) needs to compile for sm_90a
 GPU_BLOCKERS = {
@@ -58,8 +70,14 @@ GPU_BLOCKERS = {
     "t03_matrix_multiplication": _why(JIT, CONFIG, FP8_DOT),
     "t04_low_memory_dropout": _why(JIT),
     "t05_layer_norm": _why(JIT, ATOMIC_CAS),
-    "t06_fused_attention": _why(JIT, MATH, DESCRIPTORS, AUTOTUNE, WARP_SPECIALIZE),
+    "t06_fused_attention": _why(JIT, MATH, DESCRIPTORS, AUTOTUNE, RANGE_OPTIONS, DESCRIPTOR_TYPE, DTYPE_NAMES),
     "t07_extern_functions": _why(JIT, LIBDEVICE),
+    "t08_grouped_gemm:benchmark_launches_pointers": _why(JIT, CONFIG, POINTER_ARRAYS),
+    "t08_grouped_gemm": _why(JIT, CONFIG, POINTER_ARRAYS, DESCRIPTORS, DTYPE_NAMES),
+    "t09_persistent_matmul:benchmark_launches_matmul": _why(JIT, CONFIG, DTYPE_NAMES),
+    "t09_persistent_matmul": _why(JIT, CONFIG, DTYPE_NAMES, RANGE_OPTIONS, DESCRIPTORS, SPLIT),
+    "t10_block_scaled_matmul": _why(JIT, DESCRIPTORS, DOT_SCALED),
+    "t11_programmatic_dependent_launch": _why(JIT, GDC),
 }
 # ports whose benchmark kernels ptxas may spill on sm_90a, and why
 SPILLS_EXPECTED = {}
@@ -71,8 +89,12 @@ INTERPRETER_BLOCKERS = {
     "t04_low_memory_dropout": None,
     "t05_layer_norm": None,
     "t06_fused_attention": None,
-    # Triton 3.9's interpreter leaves triton.language.extra.libdevice's functions as stubs (asin gives None)
+    # Triton 3.9's interpreter leaves tl.extra's functions as stubs (libdevice.asin gives None, gdc_wait raises)
     "t07_extern_functions": "Triton's interpreter does not run tl.extra.libdevice",
+    "t08_grouped_gemm": None,
+    "t09_persistent_matmul": None,
+    "t10_block_scaled_matmul": None,
+    "t11_programmatic_dependent_launch": "Triton's interpreter does not run tl.extra.cuda.gdc_wait",
 }
 
 
