@@ -8,12 +8,15 @@ now built on the CPU machine, run on the GPU and checked against torch.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
 
 import tile
-from device_checks import DeviceChecks
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (imported from the tests, too)
+from device_checks import DeviceChecks  # noqa: E402
 
 
 @tile.kernel

@@ -61,7 +61,10 @@ from .held_registers import defer, only_read_through
 from .static_registers import repeats, vector_reads
 from .distributed_tma import bulk_reads_done
 
-MAX_REGISTERS = 256  # 32-bit registers per thread for one tile value
+# 32-bit registers per thread for one tile value. Past 255 ptxas spills (the build warns, as
+# Triton compiles such kernels too); past this the per-register translation would take
+# longer to compile than such a kernel is worth.
+MAX_REGISTERS = 1024
 _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 
 

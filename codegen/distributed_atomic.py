@@ -10,8 +10,9 @@ the thread that holds the element's first copy, where its mask holds:
     # after, per register r
     %old_r = scf.if (%mask_r & %first_copy_r) { memref.atomic_rmw addf %v_r, %flat[%off_r] } else { 0.0 }
 
-`memref.atomic_rmw` lowers to `llvm.atomicrmw`, PTX `atom.global.add.f32`. A scalar atomic runs in thread 0; where its old value is
-used, every thread reads it back from shared memory.
+`memref.atomic_rmw` lowers to `llvm.atomicrmw`, PTX `atom.global.add.f32`. Where the old
+values are used, the copies read them back from shared memory, where the first copies
+wrote them; a scalar atomic runs in thread 0, and every thread reads its old value back.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from ..dialects.layout import element_bits
-from .convert_tile_to_linalg import atomic_update, const_index, flat_view, if_else
-from .distributed_layout import Distribution, RowsDistribution
-from .register_vectors import elements, from_elements, i32
+from .convert_tile_to_linalg import atomic_update, const_index, flat_view, if_else, to_index
+from .distributed_layout import Distribution, RowsDistribution, row_major_strides
+from .register_vectors import elements, from_elements, i32, linear_index
 
 
 def first_copies(self, dist) -> list | None:
@@ -78,4 +79,22 @@ def op_tile_atomic_rmw(self, op):
     first = first_copies(self, dist)
     if first is not None:
         masks = [arith.andi(m, f) for m, f in zip(masks, first)]
-    self.map[op.result] = from_elements([update(o, v, m) for o, v, m in zip(offs, vals, masks)], elem)
+    olds = [update(o, v, m) for o, v, m in zip(offs, vals, masks)]
+    if first is not None and list(op.result.uses):
+        olds = _to_copies(self, dist, olds, first, elem)
+    self.map[op.result] = from_elements(olds, elem)
+
+
+def _to_copies(self, dist, olds: list, first: list, elem) -> list:
+    """Each element's old value, from the thread that updated it to every thread holding a
+    copy of it, through shared memory: a copy's own `else` value (0) would otherwise reach
+    what reads the result (the histogram's ranks, stored from every copy: a race whose
+    winner changed under compute-sanitizer)."""
+    n = dist.num_registers
+    buf = self.scratch(elem, math.prod(dist.shape), align=16)
+    at = elements(linear_index(self.coords(dist), row_major_strides(dist.shape), n), n)
+    gpu.barrier()
+    for old, i, f in zip(olds, at, first):
+        if_else(f, None, lambda old=old, i=i: memref.StoreOp(old, buf, [to_index(i)]), None)
+    gpu.barrier()
+    return [memref.LoadOp(buf, [to_index(i)]).result for i in at]

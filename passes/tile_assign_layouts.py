@@ -363,14 +363,27 @@ def _stores_by_pairs(store, axis) -> bool:
     return width in (16, 32) and axis(store.operands[1]).contiguity * width >= 128
 
 
+# The most bytes a gather's conversion may stage through shared memory: past it the tile
+# stays in its shape's layout (a GroupNorm row of 65536 f32 with its weights gathered per
+# channel needed 256 KiB and was refused, where Triton compiles it).
+_GATHER_STAGING_BYTES = 48 * 1024
+
+
 def _gathers(load, axis) -> bool:
-    """A 1-D load whose offsets are not provably consecutive, in a layout of several per thread."""
+    """A 1-D load whose offsets are not provably consecutive, in a layout of several per
+    thread; not where a thread's elements share an address (constant runs, a weight per
+    channel: the lanes of a warp then read a few addresses already), nor where the
+    conversion would stage more than `_GATHER_STAGING_BYTES`."""
     result = load.results[0]
     layout = encoding_of(result.type)
     offsets = load.operands[1]
-    return (isinstance(layout, Blocked) and ir.RankedTensorType(result.type).rank == 1
-            and layout.size_per_thread[0] > 1 and isinstance(offsets.type, ir.RankedTensorType)
-            and axis(offsets).contiguity == 1)
+    if not (isinstance(layout, Blocked) and ir.RankedTensorType(result.type).rank == 1
+            and layout.size_per_thread[0] > 1 and isinstance(offsets.type, ir.RankedTensorType)):
+        return False
+    t = ir.RankedTensorType(result.type)
+    info = axis(offsets)
+    return (info.contiguity == 1 and info.constancy < layout.size_per_thread[0]
+            and t.shape[0] * max(element_bits(t.element_type), 8) // 8 <= _GATHER_STAGING_BYTES)
 
 
 def _layout_anchor(op):

@@ -64,4 +64,8 @@ def test_copies_of_an_element_add_it_once(monkeypatch):
     gpu = launcher.asm["gpu"]
     guard = re.search(r"(%\w+) = arith.cmpi ult, %\w+, %c64_i32 : i32\n(.*\n){0,3}?.*arith.andi %\w+, \1", gpu)
     assert guard and "memref.atomic_rmw addi" in gpu[guard.end():], gpu
-    assert launcher.asm["ptx"].count("atom.global.add.u32") == 1
+    ptx = launcher.asm["ptx"]
+    assert ptx.count("atom.global.add.u32") == 1
+    # The ranks (old values) reach the copies from the first copy, through shared memory:
+    # each copy's store of its rank then writes the same value.
+    assert re.search(r"st\.shared\.b32.*\n(.*\n)*.*bar\.sync.*\n(.*\n)*.*ld\.shared\.b32", ptx), ptx
