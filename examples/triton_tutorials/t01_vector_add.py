@@ -1,6 +1,6 @@
 """Triton tutorial 01, vector addition, as tile code.
 
-After python/tutorials/01-vector-add.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/01-vector-add.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI). The kernel is Triton code with `tl.` spelled
 `tile.` and `@triton.jit` spelled `@tile.jit` (tests/test_triton_tutorials.py reverses the
 rename and runs the file under Triton's interpreter). Differs from the tutorial: the host

@@ -1,6 +1,6 @@
 """Triton tutorial 02, fused softmax, as tile code.
 
-After python/tutorials/02-fused-softmax.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/02-fused-softmax.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI): a persistent grid, each program taking every
 `num_programs`-th row in a `range` pipelined `num_stages` deep. The kernel is Triton code
 with `tl.` spelled `tile.` and `@triton.jit` spelled `@tile.jit`. Differs from the tutorial:

@@ -1,6 +1,6 @@
 """Triton tutorial 03, matrix multiplication, as tile code.
 
-After python/tutorials/03-matrix-multiplication.py of triton-lang/triton (MIT license;
+After python/tutorials/03-matrix-multiplication.py of triton-lang/triton (MIT license, in LICENSE here;
 Copyright 2018-2020 Philippe Tillet, 2020-2022 OpenAI): grouped program ordering, pointers
 advanced along K, K masked, an optional leaky_relu epilogue in a helper, autotuned over the
 tutorial's CUDA configs; fp16 and (on the GPU) fp8 e5m2 inputs. The kernels are Triton code

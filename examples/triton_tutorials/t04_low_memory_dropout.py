@@ -1,6 +1,6 @@
 """Triton tutorial 04, low-memory dropout, as tile code.
 
-After python/tutorials/04-low-memory-dropout.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/04-low-memory-dropout.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI): dropout from a stored keep mask, then seeded
 dropout that draws its mask with `rand(seed, offsets)` (Philox, the same numbers as Triton's).
 The kernels are Triton code with `tl.` spelled `tile.` and `@triton.jit` spelled `@tile.jit`.

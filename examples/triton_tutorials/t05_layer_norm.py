@@ -1,6 +1,6 @@
 """Triton tutorial 05, layer normalization (forward and backward), as tile code.
 
-After python/tutorials/05-layer-norm.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/05-layer-norm.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI): a fused forward (a row a program, looping over
 the row in blocks), a backward that writes dx and adds each row's dw/db into one of
 GROUP_SIZE_M partial buffers under a spin lock (`atomic_cas` / `atomic_xchg`,

@@ -1,6 +1,6 @@
 """Triton tutorial 06, fused attention (FlashAttention-2, forward and backward), as tile code.
 
-After python/tutorials/06-fused-attention.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/06-fused-attention.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI; the kernels credited there to the OpenAI kernel
 team, after Tri Dao's FlashAttention-2): the forward reads Q, K, V and writes O through tensor
 descriptors (made on the host, or in the kernel from pointers), autotuned with a pre-hook that

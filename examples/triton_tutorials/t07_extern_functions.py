@@ -1,6 +1,6 @@
 """Triton tutorial 07, libdevice functions, as tile code.
 
-After python/tutorials/07-extern-functions.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/07-extern-functions.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI): `libdevice.asin` on a tensor. The kernel is
 Triton code with `tl.` spelled `tile.`, `@triton.jit` spelled `@tile.jit` and
 `triton.language.extra` spelled `tile.extra` (libdevice's __nv_asinf on a GPU, libm's asinf on

@@ -1,6 +1,6 @@
 """Triton tutorial 08, grouped GEMM, as tile code.
 
-After python/tutorials/08-grouped-gemm.py of triton-lang/triton (MIT license; the tutorial's
+After python/tutorials/08-grouped-gemm.py of triton-lang/triton (MIT license, in LICENSE here; the tutorial's
 own notice: Copyright (c) 2023 - 2025 NVIDIA Corporation & Affiliates, MIT terms): a fixed
 number of programs walks the tiles of a group of GEMMs, whose matrices it reads through
 device arrays of pointers (an int64 loaded and cast with `.to(tl.pointer_type(...))`); a

@@ -1,6 +1,6 @@
 """Triton tutorial 09, persistent matmul, as tile code.
 
-After python/tutorials/09-persistent-matmul.py of triton-lang/triton (MIT license; Copyright
+After python/tutorials/09-persistent-matmul.py of triton-lang/triton (MIT license, in LICENSE here; Copyright
 2018-2020 Philippe Tillet, 2020-2022 OpenAI): the tutorial-03 matmul with clamped, hinted
 offsets; a persistent version (NUM_SMS programs walking the output tiles in a
 `range(..., flatten=True)`); and a persistent version over tensor descriptors made in the

@@ -1,6 +1,6 @@
 """Triton tutorial 10, block-scaled matmul, as tile code.
 
-After python/tutorials/10-block-scaled-matmul.py of triton-lang/triton (MIT license;
+After python/tutorials/10-block-scaled-matmul.py of triton-lang/triton (MIT license, in LICENSE here;
 Copyright 2018-2020 Philippe Tillet, 2020-2022 OpenAI): `dot_scaled` of fp8 (or fp4) blocks
 with one e8m0 scale per 32 elements along K, the operands and their scales (in the 5-D
 layout the tensor cores read them in) through host tensor descriptors, pipelined by
