@@ -1,11 +1,13 @@
 """Triton tutorial 11, programmatic dependent launch (PDL), as tile code.
 
-After python/tutorials/11-programmatic-dependent-launch.py of triton-lang/triton (MIT license, in LICENSE here;
-Copyright 2018-2020 Philippe Tillet, 2020-2022 OpenAI): the vector add of tutorial 01 with `gdc_wait` (wait for the previous grid's writes) and `gdc_launch_dependents` (let the
-next grid start) under a constexpr flag, launched with `launch_pdl=`. The kernel is Triton
-code with `tl.` spelled `tile.` and `@triton.jit` spelled `@tile.jit`. Differs from the
-tutorial: main() checks both launches (with and without PDL) on the CPU too, where grid
-dependence control has nothing to wait for, and the CUDA-graph benchmark is left out.
+After python/tutorials/11-programmatic-dependent-launch.py of triton-lang/triton (MIT
+license, in LICENSE here; Copyright 2018-2020 Philippe Tillet, 2020-2022 OpenAI): the vector
+add of tutorial 01 with `gdc_wait` (wait for the previous grid's writes) and
+`gdc_launch_dependents` (let the next grid start) under a constexpr flag, launched with
+`launch_pdl=`. The kernel is Triton code with `tl.` spelled `tile.` and `@triton.jit`
+spelled `@tile.jit`. Differs from the tutorial: main() checks both launches (with and
+without PDL) on the CPU too, where grid dependence control has nothing to wait for, and the
+CUDA-graph benchmark is left out.
 """
 
 import torch
