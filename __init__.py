@@ -18,10 +18,18 @@ if __package__:
     from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
     from .frontend.language import *  # noqa: F401,F403  (the kernel language)
     from .frontend.language import constexpr
+    from .frontend.tensor_descriptor import TensorDescriptor
+    import sys as _sys
+
+    from .frontend import extra  # Triton's tl.extra.libdevice: importable as tile.extra(.cuda).libdevice too
+    for _name in ("extra", "extra.libdevice", "extra.cuda", "extra.cuda.libdevice"):
+        _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"{__name__}.frontend.{_name}"]
+    from .frontend import math_language as math  # Triton's tl.math
     from .runtime.autotune import Autotuner, Config, autotune
     from .runtime.kernel import Kernel, func, kernel
 
 __all__ = [
     "kernel", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int1", "float8e4m3", "float8e5m2", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError",
+    "TensorDescriptor",
 ]

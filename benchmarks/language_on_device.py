@@ -1,6 +1,6 @@
 """The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
 test_reductions.py, test_builtins.py, test_random.py, test_while_loops.py,
-test_device_print.py): their kernels built on the CPU machine for sm_90a, then run on
+test_device_print.py, test_atomics.py, test_memory_hints.py): their kernels built on the CPU machine for sm_90a, then run on
 the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
@@ -24,9 +24,11 @@ sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 
 from device_checks import DeviceChecks  # noqa: E402
 
+from test_atomics import CASES, _exchange, _layer_norm_bwd, _reference, _scatter  # noqa: E402
 from test_builtins import builtins_kernel  # noqa: E402
 from test_device_print import print_kernel  # noqa: E402
 from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
+from test_memory_hints import _run as hinted_copy  # noqa: E402
 from test_random import dropout_kernel, philox_reference, random_kernel, uniform_reference  # noqa: E402
 from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
 from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
@@ -120,6 +122,30 @@ def main() -> int:
     c = torch.empty(64, 64, device=device)
     dot_while_kernel[(1,)](a.to(device), b.to(device), c, 96, M=64, N=64, BK=32)
     check("while: a K loop of dots", c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+    # atomics: tutorial 05's spin lock (rows into 4 buffers, each under its lock), exchanges,
+    # every kind and dtype (many updates of each place; old values through a permutation)
+    (x, dy, _, mean, rstd), _, dw, db, lock = _layer_norm_bwd(device=device)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    check("spin lock: dw", dw.sum(0), (dy * xhat).sum(0), rtol=1e-4, atol=1e-4)
+    check("spin lock: db", db.sum(0), dy.sum(0), rtol=1e-4, atol=1e-4)
+    check("spin lock: locks free, counts 1", lock, torch.tensor([0] * 4 + [1] * 4, dtype=torch.int32), rtol=0, atol=0)
+    for dtype in (torch.int32, torch.int64, torch.float32, torch.float64):
+        (x0, c0, vals, cmps), (x, c, old_x, old_c) = _exchange(dtype, "acq_rel", "gpu", device=device)
+        n, pad = len(vals), torch.zeros(len(c0) - len(vals), dtype=dtype)
+        check(f"atomic_xchg {dtype}", torch.stack([old_x, x[:n]]), torch.stack([x0[:n], vals]), rtol=0, atol=0)
+        check(f"atomic_cas {dtype}", torch.stack([old_c, c]),
+              torch.stack([c0, torch.where(c0 == torch.cat([cmps, pad]), torch.cat([vals, pad]), c0)]), rtol=0, atol=0)
+    idx = torch.randint(0, 11, (37,), generator=g, dtype=torch.int32)
+    perm = torch.randperm(11, generator=g).to(torch.int32)
+    for op, dtype in CASES:
+        y0, v, y, _ = _scatter(op, dtype, idx, device=device)
+        check(f"atomic_{op} {dtype}", y, _reference(op, y0, idx, v), rtol=0, atol=0)
+        y0, v, _, old = _scatter(op, dtype, perm, device=device)
+        check(f"atomic_{op} {dtype}: old values", old, y0[perm.long()], rtol=0, atol=0)
+    for hints in ({"CACHE": ".cg", "EVICT": "evict_last", "STORE_CACHE": ".cs"}, {"VOLATILE": True, "EVICT": "evict_first"}):
+        x, y = hinted_copy(device=device, **hints)
+        check(f"load/store with {hints}", y, x * 3, rtol=0, atol=0)
 
     # device_print: the lines go to the process's stdout (read in the log: 12 lines, any order)
     x = torch.arange(4.0).to(device)

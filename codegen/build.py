@@ -125,9 +125,10 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature)
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
-            if collect(module.operation, ["tile.print"]):
-                raise CompilationError(f"{kernel.name}: device_print is not supported on a GPU in a kernel whose dot "
-                                       "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")
+            for op, what in (("tile.print", "device_print"), ("tile.barrier", "debug_barrier")):
+                if collect(module.operation, [op]):
+                    raise CompilationError(f"{kernel.name}: {what} is not supported on a GPU in a kernel whose dot "
+                                           "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]

@@ -45,7 +45,7 @@ from ..passes.walk import all_ops
 from ..passes.axis_info import AxisInfo
 from .convert_tile_to_linalg import const_index, to_index
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
-from .fast_math import F32_FAST
+from .fast_math import f32_form
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -55,7 +55,7 @@ from .register_vectors import splat as _splat
 from .tile_cpu_grid import kernel_functions
 from ..dialects.layout import MAX_SHARED
 from ..dialects.tile_ops import WRITES
-from .float8 import is_float8, widen_float8
+from .float8 import is_float8, narrow_float8, widen_float8
 from ..passes.index_values import is_elementwise
 from .held_registers import defer, only_read_through
 from .static_registers import repeats, vector_reads
@@ -69,9 +69,10 @@ _DIMS = {0: gpu.Dimension.x, 1: gpu.Dimension.y, 2: gpu.Dimension.z}
 
 
 class Translator:
-    def __init__(self, fn, block, num_warps: int, divisibility: dict, noalias: bool = False, float8_cvt: bool = True):
+    def __init__(self, fn, block, num_warps: int, divisibility: dict, noalias: bool = False, float8_cvt: bool = True,
+                 arch: int = 90):
         self.map: dict = {}
-        self.float8_cvt = float8_cvt
+        self.float8_cvt, self.arch = float8_cvt, arch
         self.read_only = read_only_arguments(fn) if noalias else set()
         self.num_warps, self.threads = num_warps, num_warps * 32
         self.axis = AxisInfo(divisibility)
@@ -249,11 +250,15 @@ class Translator:
                 return
             if tensors or op.regions:
                 raise TileError(f"'{name}' is not supported by the GPU codegen yet")
-            if name in F32_FAST and isinstance(op.results[0].type, ir.F32Type):
-                self.map[op.results[0]] = F32_FAST[name](*(self.value(o) for o in op.operands))
+            form = f32_form(op, op.results[0].type) if len(op.results) == 1 else None
+            if form is not None:
+                self.map[op.results[0]] = form(*(self.value(o) for o in op.operands))
                 return
             if name == "arith.extf" and is_float8(op.operands[0].type):
                 self.map[op.results[0]] = widen_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
+                return
+            if name == "arith.truncf" and is_float8(op.results[0].type):
+                self.map[op.results[0]] = narrow_float8([self.value(op.operands[0])], op.results[0].type, self.float8_cvt)[0]
                 return
             new = op.clone()
             for i, o in enumerate(op.operands):
@@ -337,7 +342,7 @@ class Translator:
             self.map[r] = self.value(v)
 
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
-    from .distributed_atomic import op_tile_atomic_rmw  # noqa: E402
+    from .distributed_atomic import op_tile_atomic_cas, op_tile_atomic_rmw, op_tile_barrier  # noqa: E402
     from .device_print import op_tile_print  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
@@ -373,6 +378,7 @@ class ConvertTileToGpu:
     divisible_args: str = ""  # comma-separated indices of int arguments known to be multiples of 16
     noalias: bool = False  # no two tensor arguments overlap: ld.global.nc for those never written (program-invariant loads)
     float8_cvt: bool = True  # sm_89+: float8 converted by `cvt.rn.f16x2.e4m3x2` (else by integer decode, `float8.py`)
+    arch: int = 90  # the target's compute capability (80 for sm_80): what PTX it may use
 
     def run(self, module_op):
         module_op.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -393,7 +399,7 @@ class ConvertTileToGpu:
             gfn = gpu.GPUFuncOp(ir.TypeAttr.get(ftype), sym_name=name, kernel=True,
                                 known_block_size=[self.num_warps * 32, 1, 1])
         block = gfn.regions[0].blocks.append(*ftype.inputs)
-        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec), self.noalias, self.float8_cvt)
+        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec), self.noalias, self.float8_cvt, self.arch)
         old = fn.regions[0].blocks[0]
         for a, b in zip(old.arguments, block.arguments):
             t.map[a] = b

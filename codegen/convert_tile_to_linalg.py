@@ -220,52 +220,6 @@ def lower_store(op):
     return None
 
 
-def lower_atomic_rmw(op):
-    # In an scf.parallel like a store's (a linalg.generic whose result nothing reads may be
-    # erased, its atomics with it); the old values, where read, through a buffer of their own.
-    base, offsets, value, mask = op.operands
-    elem = ir.MemRefType(base.type).element_type
-    update = atomic_update(op, flat_view(base))
-    if not isinstance(offsets.type, ir.RankedTensorType):
-        return update(offsets, value, mask)
-    ty = ir.RankedTensorType(value.type)
-    used = bool(list(op.result.uses))
-    old = memref.AllocOp(ir.MemRefType.get(list(ty.shape), elem), [], []).result if used else None
-    i8 = ir.IntegerType.get_signless(8)
-    mask8 = arith.extui(ir.RankedTensorType.get(list(ty.shape), i8), mask)  # (memref cannot hold i1)
-    zero8 = arith.ConstantOp(i8, 0).result
-
-    def body(ivs):
-        pick = lambda t: tensor.ExtractOp(t, ivs).result  # noqa: E731
-        got = update(pick(offsets), pick(value), arith.cmpi(arith.CmpIPredicate.ne, pick(mask8), zero8))
-        if used:
-            memref.StoreOp(got, old, ivs)
-
-    parallel_loop(list(ty.shape), body)
-    return bufferization.ToTensorOp(ty, old, restrict=True).result if used else None
-
-
-# kind -> (integer, float) arith.atomicrmw kind
-ATOMIC_RMW = {
-    "add": (arith.AtomicRMWKind.addi, arith.AtomicRMWKind.addf),
-    "max": (arith.AtomicRMWKind.maxs, arith.AtomicRMWKind.maximumf),
-    "min": (arith.AtomicRMWKind.mins, arith.AtomicRMWKind.minimumf),
-}
-
-
-def atomic_update(op, flat):
-    """update(offset, value, mask) for a `tile.atomic_rmw` on the flat view of its base: one
-    element's `memref.atomic_rmw` where mask holds, its old value (0 where not)."""
-    elem = ir.MemRefType(flat.type).element_type
-    rmw = ATOMIC_RMW[ir.StringAttr(op.attributes["kind"]).value][isinstance(elem, ir.FloatType)]
-    zero = arith.ConstantOp(elem, 0.0 if isinstance(elem, ir.FloatType) else 0).result
-
-    def update(off, v, m):
-        return if_else(m, elem, lambda: memref.AtomicRMWOp(rmw, v, flat, [to_index(off)]).result, lambda: zero)
-
-    return update
-
-
 def _tile_coords(base, indices, shape, ivs):
     """Global coordinates of a tile element, and whether they are inside `base`."""
     coords, inside = [], None
@@ -337,13 +291,16 @@ LOWERINGS = {
     "tile.arange": lower_arange, "tile.splat": lower_splat, "tile.broadcast": lower_broadcast,
     "tile.reshape": lower_reshape, "tile.trans": lower_trans, "tile.reduce": lower_reduce, "tile.load": lower_load,
     "tile.store": lower_store, "tile.load_tile": lower_load_tile, "tile.store_tile": lower_store_tile,
-    "tile.dot": lower_dot, "tile.atomic_rmw": lower_atomic_rmw, "tile.convert_layout": lower_convert_layout, "tile.gather": lower_gather,
+    "tile.dot": lower_dot, "tile.convert_layout": lower_convert_layout, "tile.gather": lower_gather,
 }
 
 
-from .device_print import lower_print  # noqa: E402  (it builds on the helpers above)
+from .device_print import lower_print  # noqa: E402  (they build on the helpers above)
+from .linalg_atomics import lower_atomic, lower_barrier  # noqa: E402
 
 LOWERINGS["tile.print"] = lower_print
+LOWERINGS["tile.atomic_rmw"] = LOWERINGS["tile.atomic_cas"] = lower_atomic
+LOWERINGS["tile.barrier"] = lower_barrier
 
 
 def inline_fused(op):

@@ -95,27 +95,44 @@ def _base_aligned(self, base) -> bool:
     return self.axis.scalar_divisibility.get(base, 1) >= 16
 
 
+def _hints(op, elem):
+    """The op's cache hints (`predicated_access.Hints`) and L2 policy, or (None, None). Bools
+    keep the plain path: `emulate-i1-memrefs` widens their accesses later."""
+    hints = predicated_access.Hints.of(op) if bits(elem) >= 8 else None
+    return hints, hints.policy() if hints is not None else None
+
+
 def op_tile_load(self, op):
     base, offsets, mask, other = op.operands
     elem = ir.MemRefType(base.type).element_type
     flat = flat_view(self.value(base))
+    hints, policy = _hints(op, elem)
     if not isinstance(offsets.type, ir.RankedTensorType):
         off, m, oth = (self.value(v) for v in (offsets, mask, other))
+        if hints is not None:
+            address = predicated_access.ByteAddress(flat, elem)(off)
+            self.map[op.results[0]] = predicated_access.load_one(address, m, oth, elem, hints, policy)
+            return
         self.map[op.results[0]] = if_else(m, elem, lambda: memref.LoadOp(flat, [to_index(off)]).result, lambda: oth)
         return
     dist = self.dist(op.results[0])
     n = dist.num_registers
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
+    whole_words = predicated_access.supported(w, elem)
+    w = w if whole_words or hints is None else 1  # (hinted runs of less than a word: an element at a time)
     offs, masks, others = (elements(self.value(v), n) for v in (offsets, mask, other))
     out = []
-    address = predicated_access.ByteAddress(flat, elem) if predicated_access.supported(w, elem) else None
+    address = predicated_access.ByteAddress(flat, elem) if whole_words or hints is not None else None
     addresses = run_addresses(self, dist, offsets, offs, w, address) if address is not None else {}
     # Only data every program rereads (a layer norm's weight row): streamed data gains nothing there.
     read_only = base in self.read_only and same_in_every_program(offsets)
     for r in range(0, n, w):
+        if address is not None and not whole_words:
+            out.append(predicated_access.load_one(addresses[r], masks[r], others[r], elem, hints, policy))
+            continue
         if address is not None:
             rest = from_elements(others[r : r + w], elem)
-            out.extend(elements(predicated_access.load(addresses[r], masks[r], rest, w, elem, read_only), w))
+            out.extend(elements(predicated_access.load(addresses[r], masks[r], rest, w, elem, read_only, hints, policy), w))
             continue
         if w == 1:
             out.append(if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda r=r: others[r]))
@@ -133,22 +150,31 @@ def op_tile_store(self, op):
     base, offsets, value, mask = op.operands
     elem = ir.MemRefType(base.type).element_type
     flat = flat_view(self.value(base))
+    hints, policy = _hints(op, elem)
     if not isinstance(offsets.type, ir.RankedTensorType):
         off, v, m = (self.value(x) for x in (offsets, value, mask))
+        if hints is not None:
+            predicated_access.store_one(predicated_access.ByteAddress(flat, elem)(off), m, v, elem, hints, policy)
+            return
         if_else(m, None, lambda: memref.StoreOp(v, flat, [to_index(off)]), None)
         return
     dist = self.dist(value)
     n = dist.num_registers
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
+    whole_words = predicated_access.supported(w, elem)
+    w = w if whole_words or hints is None else 1
     offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))
     # A tensor-core kernel's stores stay branches: with a large accumulator live, predicated
-    # stores (one block for ptxas) made its epilogue spill.
-    predicate = predicated_access.supported(w, elem) and not self.has_dot
+    # stores (one block for ptxas) made its epilogue spill. (Hinted stores are inline PTX whatever.)
+    predicate = (whole_words and not self.has_dot) or hints is not None
     address = predicated_access.ByteAddress(flat, elem) if predicate else None
     addresses = run_addresses(self, dist, offsets, offs, w, address) if address is not None else {}
     for r in range(0, n, w):
+        if address is not None and not whole_words:
+            predicated_access.store_one(addresses[r], masks[r], vals[r], elem, hints, policy)
+            continue
         if address is not None:
-            predicated_access.store(addresses[r], masks[r], from_elements(vals[r : r + w], elem), w, elem)
+            predicated_access.store(addresses[r], masks[r], from_elements(vals[r : r + w], elem), w, elem, hints, policy)
             continue
         if w == 1:
             if_else(masks[r], None, lambda r=r: memref.StoreOp(vals[r], flat, [to_index(offs[r])]), None)

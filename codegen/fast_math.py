@@ -5,8 +5,14 @@ registers); within a few ulp for the ranges kernels use (tanh: about 2^-11)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import arith, llvm
+
+from ..dialects.tile_ops import ACCURATE
+from ..passes.registry import register_pass
+from ..passes.walk import collect
 
 
 def _div_full(a, b):
@@ -42,5 +48,42 @@ def _tanh(x):
     return llvm.InlineAsmOp(ir.F32Type.get(), [x], "tanh.approx.f32 $0, $1;", "=f,f").result
 
 
-# The op names this file replaces, and how.
+def _div_rn(a, b):
+    """f32 a / b correctly rounded (`div.rn.f32`): `tile.math.div_rn`."""
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.div.rn.f", [a, b], [], [])
+
+
+def _sqrt_rn(x):
+    """sqrt x correctly rounded (`sqrt.rn.f32`): `tile.math.sqrt_rn`, where libdevice's
+    `__nv_sqrtf` (`tile.sqrt`) is `sqrt.approx.f32`."""
+    return llvm.call_intrinsic(ir.F32Type.get(), "llvm.nvvm.sqrt.rn.f", [x], [], [])
+
+
+# The op names this file replaces, and how: by default, and marked accurate.
 F32_FAST = {"arith.divf": _div_full, "math.exp": _ex2, "math.exp2": _exp2, "math.log": _lg2, "math.tanh": _tanh}
+F32_EXACT = {"arith.divf": _div_rn, "math.sqrt": _sqrt_rn}
+
+
+def f32_form(op, element_type):
+    """How the GPU computes this op where its result's element type is f32, or None for its
+    default lowering (libdevice's function): Triton's fast form, or for an op marked
+    `tile.accurate` the IEEE one."""
+    if not isinstance(element_type, ir.F32Type):
+        return None
+    return (F32_EXACT if ACCURATE in op.attributes else F32_FAST).get(op.name)
+
+
+@register_pass("exact-f32-ops")
+@dataclass
+class ExactF32Ops:
+    """The linalg GPU path's scalar f32 ops marked `tile.accurate` in their IEEE forms (sqrt_rn's
+    `sqrt.rn.f32`, where the default lowering, libdevice's `__nv_sqrtf`, is `sqrt.approx.f32`);
+    the distributed path calls `f32_form` on each op itself."""
+
+    def run(self, module_op):
+        for op in collect(module_op, set(F32_EXACT)):
+            form = f32_form(op, op.results[0].type) if ACCURATE in op.attributes else None
+            if form is not None:
+                with ir.InsertionPoint(op), op.location:
+                    op.results[0].replace_all_uses_with(form(*op.operands))
+                op.erase()

@@ -25,6 +25,7 @@ CPU_LLVM = [
     "memref-copy-to-linalg",
     "tile-cpu-grid",
     "buffer-deallocation-pipeline",
+    "tile-inline-cas",  # (an llvm.cmpxchg before it would stop buffer deallocation)
     "convert-linalg-to-loops",
     "emulate-i1-memrefs",
     "expand-float8",
@@ -36,7 +37,8 @@ CPU_LLVM = [
     "lower-affine",
     "convert-scf-to-cf",
     # tanh and exp2 go to libm (tanhf, exp2f): math-expand-ops' formulas lost tanh's small values
-    # (tanh(1e-20) == 0) and ~20 ulp of exp2
+    # (tanh(1e-20) == 0) and ~20 ulp of exp2; expm1 and log1p too (libm-calls), whose LLVM forms lose x near 0
+    "libm-calls",
     "convert-math-to-llvm",
     "convert-math-to-libm",
     "finalize-memref-to-llvm",
@@ -72,7 +74,10 @@ def gpu(options: dict) -> list[str]:
         "memref-copy-to-linalg",
         "canonicalize",
         "convert-linalg-to-parallel-loops",
+        "tile-inline-cas",
         f"tile-gpu-launch{{num-threads={options['num_warps'] * 32}}}",
+        "expand-float8",  # (float8 conversions by integer code on this path, as on the CPU)
+        "exact-f32-ops",
         "canonicalize",
         "cse",
     ]
@@ -82,7 +87,7 @@ def gpu_distributed(options: dict) -> list[str]:
     divisible = options.get("divisible_args", "")
     spec = (f" divisible-args={divisible}" if divisible else "") + (" noalias=1" if options.get("noalias") else "")
     if options["target"] == "sm_80":  # (no e4m3 form of cvt before sm_89)
-        spec += " float8-cvt=0"
+        spec += " float8-cvt=0 arch=80"
     return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "emulate-i1-memrefs", "canonicalize", "cse"]
 
 

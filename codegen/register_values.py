@@ -14,8 +14,8 @@ from ..dialects.tile_ops import permutation_of
 from ..passes.index_values import SHAPE_OPS, index_only, is_elementwise
 from ..passes.tile_fuse import through_groups
 from .distributed_layout import Distribution, row_major_strides
-from .fast_math import F32_FAST
-from .float8 import is_float8, widen_float8
+from .fast_math import f32_form
+from .float8 import is_float8, narrow_float8, widen_float8
 from .held_registers import defer, held_at, only_read_through
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
@@ -96,9 +96,12 @@ def clone_elementwise(self, op, operands, n):
     rt = ir.RankedTensorType(op.results[0].type)
     if op.name == "arith.extf" and is_float8(ir.RankedTensorType(op.operands[0].type).element_type):
         return _from_elements(widen_float8(_elements(operands[0], n), rt.element_type, self.float8_cvt), rt.element_type)
-    if op.name in F32_FAST and isinstance(rt.element_type, ir.F32Type):
+    if op.name == "arith.truncf" and is_float8(rt.element_type):
+        return _from_elements(narrow_float8(_elements(operands[0], n), rt.element_type, self.float8_cvt), rt.element_type)
+    form = f32_form(op, rt.element_type)
+    if form is not None:
         per_register = zip(*(_elements(v, n) for v in operands))
-        return _from_elements([F32_FAST[op.name](*xs) for xs in per_register], rt.element_type)
+        return _from_elements([form(*xs) for xs in per_register], rt.element_type)
     attrs = {k: op.attributes[k] for k in op.attributes}
     if op.name in _CONTRACTIBLE:
         attrs["fastmath"] = ir.Attribute.parse("#arith.fastmath<contract>")  # let a * b + c become one fma, as Triton and nvcc do

@@ -14,6 +14,10 @@ from mlir import ir
 
 from .op_definition import create, define
 
+# A unit attribute on an elementwise `arith`/`math` op: compute it to full precision on a GPU too
+# (a libdevice function, `div_rn`, `sqrt_rn`), not by the fast form `codegen/fast_math.py` gives it.
+ACCURATE = "tile.accurate"
+
 
 def _tensor(v) -> ir.RankedTensorType | None:
     t = v.type if hasattr(v, "type") else v
@@ -268,9 +272,26 @@ def print_(value, prefix: str, *, loc=None, ip=None) -> ir.Operation:
     return create("print", [], [value], {"prefix": ir.StringAttr.get(prefix)}, loc=loc, ip=ip)
 
 
-WRITES = ("tile.store", "tile.store_tile", "tile.atomic_rmw")
+WRITES = ("tile.store", "tile.store_tile", "tile.atomic_rmw", "tile.atomic_cas")
 
-ATOMIC_KINDS = {"add": ("f32", "i32"), "max": ("i32",), "min": ("i32",)}
+# kind -> the element types it takes (Triton's `tl.atomic_*`; 16-bit float adds need sm_90 on a GPU)
+ATOMIC_KINDS = {
+    "add": ("f32", "i32", "i64", "f64", "f16", "bf16"),
+    "max": ("i32", "i64", "f32", "f64"), "min": ("i32", "i64", "f32", "f64"),
+    "and": ("i32", "i64"), "or": ("i32", "i64"), "xor": ("i32", "i64"),
+    "xchg": ("i32", "i64", "f32", "f64"),
+}
+CAS_TYPES = ("i32", "i64", "f32", "f64")
+ATOMIC_SEMS = ("acq_rel", "acquire", "release", "relaxed")  # Triton's `sem=`, its default first
+ATOMIC_SCOPES = ("gpu", "cta", "sys")  # Triton's `scope=`, its default first
+
+
+def _verify_ordering(op):
+    sem, scope = (ir.StringAttr(op.attributes[a]).value for a in ("sem", "scope"))
+    if sem not in ATOMIC_SEMS:
+        return f"sem must be one of {', '.join(ATOMIC_SEMS)}, got {sem}"
+    if scope not in ATOMIC_SCOPES:
+        return f"scope must be one of {', '.join(ATOMIC_SCOPES)}, got {scope}"
 
 
 def _verify_atomic_rmw(op):
@@ -282,21 +303,60 @@ def _verify_atomic_rmw(op):
         return f"atomic {kind} takes {' or '.join(ATOMIC_KINDS[kind])} values, got {_elem(value)}"
     if op.result.type != value.type:
         return "the result must have the value's type"
-    return _verify_gather_operands(op, value, offsets, mask)
+    return _verify_ordering(op) or _verify_gather_operands(op, value, offsets, mask)
+
+
+def _orderings(sem: str, scope: str) -> dict:
+    return {"sem": ir.StringAttr.get(sem), "scope": ir.StringAttr.get(scope)}
 
 
 @define("atomic_rmw", operands=[("base", "memref"), ("offsets", "any"), ("value", "any"), ("mask", "any")],
-        results=[("old", "any")], attributes=["kind"], verify=_verify_atomic_rmw)
-def atomic_rmw(kind: str, base, offsets, value, mask, *, loc=None, ip=None) -> ir.Value:
+        results=[("old", "any")], attributes=["kind", "sem", "scope"], verify=_verify_atomic_rmw)
+def atomic_rmw(kind: str, base, offsets, value, mask, sem: str = "acq_rel", scope: str = "gpu", *, loc=None,
+               ip=None) -> ir.Value:
     """Atomically combine `value` into `base.flat[offsets]` where `mask` holds (Triton's
-    `tl.atomic_add` / `atomic_max` / `atomic_min`), each element once; the result holds
-    the elements' old values (0 where the mask is false).
+    `tl.atomic_add` / `max` / `min` / `and` / `or` / `xor` / `xchg`), each element once; the
+    result holds the elements' old values (0 where the mask is false). `sem` and `scope` are
+    the PTX memory order and scope (`atom.acq_rel.gpu...`).
 
-    %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add"}
+    %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add", scope = "gpu", sem = "acq_rel"}
         : (memref<?xf32, strided<[?], offset: ?>>, tensor<128xi32>, tensor<128xf32>, tensor<128xi1>) -> tensor<128xf32>
     """
-    return create("atomic_rmw", [value.type], [base, offsets, value, mask], {"kind": ir.StringAttr.get(kind)},
+    return create("atomic_rmw", [value.type], [base, offsets, value, mask],
+                  {"kind": ir.StringAttr.get(kind), **_orderings(sem, scope)}, loc=loc, ip=ip).result
+
+
+def _verify_atomic_cas(op):
+    _, offsets, cmp, value, mask = op.operands
+    if str(_elem(value)) not in CAS_TYPES:
+        return f"atomic cas takes {' or '.join(CAS_TYPES)} values, got {_elem(value)}"
+    if cmp.type != value.type or op.result.type != value.type:
+        return "cmp, value and the result must have one type"
+    return _verify_ordering(op) or _verify_gather_operands(op, value, offsets, mask)
+
+
+@define("atomic_cas", operands=[("base", "memref"), ("offsets", "any"), ("cmp", "any"), ("value", "any"), ("mask", "any")],
+        results=[("old", "any")], attributes=["sem", "scope"], verify=_verify_atomic_cas)
+def atomic_cas(base, offsets, cmp, value, mask, sem: str = "acq_rel", scope: str = "gpu", *, loc=None, ip=None) -> ir.Value:
+    """Where `mask` holds, atomically replace `base.flat[offsets]` by `value` if it equals
+    `cmp` (bit for bit), each element once (Triton's `tl.atomic_cas`); the result holds the
+    old values (0 where the mask is false).
+
+    %old = "tile.atomic_cas"(%lock, %c0, %cmp, %v, %true) {scope = "gpu", sem = "acq_rel"}
+        : (memref<?xi32, strided<[?], offset: ?>>, i32, i32, i32, i1) -> i32
+    """
+    return create("atomic_cas", [value.type], [base, offsets, cmp, value, mask], _orderings(sem, scope),
                   loc=loc, ip=ip).result
+
+
+@define("barrier")
+def barrier(*, loc=None, ip=None) -> ir.Operation:
+    """Every thread of the program waits here for the others (Triton's `tl.debug_barrier`):
+    `bar.sync 0` on a GPU, nothing on the CPU (a program is one thread there).
+
+    "tile.barrier"() : () -> ()
+    """
+    return create("barrier", [], [], loc=loc, ip=ip)
 
 
 def _verify_block_access(op, tile_type, indices):

@@ -144,7 +144,7 @@ def _access(p: Pointer, mask, shape_of=None):
 
 
 @emitter("load")
-def _load(pointer, mask=None, other=None):
+def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "load's pointer")
     offsets, mask, shape = _access(p, mask)
     dt = p.base.dtype
@@ -155,43 +155,19 @@ def _load(pointer, mask=None, other=None):
     else:
         other = semantics.cast(_tile(other, "other"), dt)
     other = semantics.broadcast_to(other, shape) if shape else other
-    return Tile(tile_ops.load(p.base.value, offsets.value, mask.value, other.value))
+    loaded = tile_ops.load(p.base.value, offsets.value, mask.value, other.value)
+    memory_hints.attach(loaded.owner, "load", cache_modifier, eviction_policy, volatile)
+    return Tile(loaded)
 
 
 @emitter("store")
-def _store(pointer, value, mask=None):
+def _store(pointer, value, mask=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "store's pointer")
     value = semantics.cast(_tile(value, "value"), p.base.dtype)
     offsets, mask, shape = _access(p, mask, value)
     value = semantics.broadcast_to(value, shape) if shape else value
-    tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
-
-
-def _atomic(kind: str, pointer, value, mask):
-    p = _pointer(pointer, f"atomic_{kind}'s pointer")
-    allowed = tile_ops.ATOMIC_KINDS[kind]
-    if p.base.dtype.mlir not in allowed:
-        names = " or ".join({"f32": "float32", "i32": "int32"}[t] for t in allowed)
-        raise SemanticError(f"atomic_{kind} takes {names} tensors, but '{p.base.name}' is {p.base.dtype.name}")
-    value = semantics.cast(_tile(value, "value"), p.base.dtype)
-    offsets, mask, shape = _access(p, mask, value)
-    value = semantics.broadcast_to(value, shape) if shape else value
-    return Tile(tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value))
-
-
-@emitter("atomic_add")
-def _atomic_add(pointer, value, mask=None):
-    return _atomic("add", pointer, value, mask)
-
-
-@emitter("atomic_max")
-def _atomic_max(pointer, value, mask=None):
-    return _atomic("max", pointer, value, mask)
-
-
-@emitter("atomic_min")
-def _atomic_min(pointer, value, mask=None):
-    return _atomic("min", pointer, value, mask)
+    op = tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
+    memory_hints.attach(op, "store", cache_modifier, eviction_policy, volatile)
 
 
 def _indices(tensor: TensorArg, index) -> list[ir.Value]:
@@ -361,7 +337,7 @@ TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "mi
 
 def tile_method(t: Tile, name: str):
     if name == "to":
-        return lambda dtype: semantics.cast(t, _dtype(dtype))
+        return lambda dtype, fp_downcast_rounding=None: semantics.cast(t, _dtype(dtype), fp_downcast_rounding)
     if name == "shape":
         return tuple(t.shape)
     if name == "dtype":
@@ -374,4 +350,4 @@ def tile_method(t: Tile, name: str):
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import hints, random, reductions, shape_builtins  # noqa: E402,F401  (they register their emitters)
+from . import atomics, descriptors, hints, math_functions, memory_hints, random, reductions, shape_builtins  # noqa: E402,F401,E501

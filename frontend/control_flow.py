@@ -14,8 +14,9 @@ from mlir import ir
 from mlir.dialects import scf
 
 from . import dtypes, language, semantics
+from .errors import TileError
 from .expressions import _name, is_runtime
-from .values import Pointer, TensorArg, Tile
+from .values import Aggregate, Pointer, TensorArg, Tile
 
 
 class ControlFlow:
@@ -82,12 +83,12 @@ class ControlFlow:
                 raise self.error(node, f"'{n}' is {_describe(values[0])} or {_describe(values[1])} depending on a "
                                        "run-time condition: a run-time if can only choose run-time values (tiles, scalars, pointers)")
         with ir.InsertionPoint(draft):
-            op = scf.IfOp(cond.value, [_carry_type(v) for v in carried.values()], has_else=True)
+            op = scf.IfOp(cond.value, [x.type for v in carried.values() for x in _carry_values(v)], has_else=True)
         for end, block, new in zip(ends, (draft.then_block, draft.else_block), (op.then_block, op.else_block)):
             self.scope.clear()
             self.scope.update(end)
             with ir.InsertionPoint(block):
-                yields = [self.carry_value(node, n, ref) for n, ref in carried.items()]
+                yields = [x for n, ref in carried.items() for x in self.carry_value(node, n, ref)]
             with ir.InsertionPoint(new):
                 end_op = scf.YieldOp(yields)
             for o in list(block.operations):
@@ -95,8 +96,9 @@ class ControlFlow:
         draft.operation.erase()
         self.scope.clear()
         self.scope.update(before)
-        for (n, ref), r in zip(carried.items(), op.results):
-            self.scope[n] = _uncarry(ref, r)
+        results = iter(op.results)
+        for n, ref in carried.items():
+            self.scope[n] = _uncarry(ref, results)
 
     def stmt_for_stmt(self, node):
         target, iterable, body, orelse = node.children
@@ -152,7 +154,7 @@ class ControlFlow:
             if n in before and n not in carried and n != var and not _same(self.scope.get(n, _UNSET), before[n]):
                 raise self.error(node, f"'{n}' holds {_describe(before[n])} but is reassigned inside a run-time loop: "
                                        "only run-time values (tiles, scalars, pointers) can change from one iteration to the next")
-        scf.YieldOp([self.carry_value(node, n, before[n]) for n in carried])
+        scf.YieldOp([x for n in carried for x in self.carry_value(node, n, before[n])])
 
     def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
         for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
@@ -172,7 +174,7 @@ class ControlFlow:
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
         before = dict(self.scope)
-        op = scf.ForOp(lo, hi, st, [_carry_value(self.scope[n]) for n in carried])
+        op = scf.ForOp(lo, hi, st, [x for n in carried for x in _carry_values(self.scope[n])])
         if num_stages is not None:  # read by tile-pipeline
             op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
         with ir.InsertionPoint(op.body):
@@ -188,7 +190,12 @@ class ControlFlow:
         cond_node, body, orelse = (list(node.children) + [None])[:3]
         if orelse is not None:
             raise self.error(node, "unsupported Python construct: while ... else")
-        first = self.expr(cond_node)
+        # Evaluated once to tell a compile-time condition, in a region thrown away after: a
+        # side effect in it (the spin lock's `atomic_cas`) must run only in the loop's test.
+        probe = scf.ExecuteRegionOp([])
+        with ir.InsertionPoint(probe.regions[0].blocks.append()):
+            first = self.expr(cond_node)
+        probe.operation.erase()
         if not is_runtime(first):
             if first:  # (it could only end by a break, which the language does not have)
                 raise self.error(cond_node, "a while loop's condition must be a run-time value: this one never changes")
@@ -199,7 +206,7 @@ class ControlFlow:
                 self.scope[name] = semantics.literal(old)
         carried = self.loop_names(node, body)
         before = dict(self.scope)
-        inits = [_carry_value(self.scope[n]) for n in carried]
+        inits = [x for n in carried for x in _carry_values(self.scope[n])]
         op = scf.WhileOp([v.type for v in inits], inits)
         test = op.before.blocks.append(*[v.type for v in inits])
         step = op.after.blocks.append(*[v.type for v in inits])
@@ -218,20 +225,30 @@ class ControlFlow:
         if restore:
             self.scope.clear()
             self.scope.update(before)
-        for n, v in zip(carried, values):
-            self.scope[n] = _uncarry(before[n], v)
+        values = iter(values)
+        for n in carried:
+            self.scope[n] = _uncarry(before[n], values)
 
-    def carry_value(self, node, name, old):
+    def carry_value(self, node, name, old) -> list[ir.Value]:
+        """The values that carry `name` out of a branch or iteration, whose types are those of `old`."""
         new = self.scope.get(name)
         if isinstance(new, TensorArg):  # (as `x + 0`)
             new = Pointer(new, 0)
+        if isinstance(old, Aggregate):
+            try:
+                old.check_carry(new)
+            except TileError as e:
+                raise self.error(node, f"'{name}' {e}") from None
+            return new.carried()
+        if isinstance(new, Aggregate):
+            raise self.error(node, f"'{name}' changes from {_describe(old, runtime=True)} to {new!r} inside control flow")
         if isinstance(old, Pointer) and not (isinstance(new, Pointer) and new.base is old.base):
             raise self.error(node, f"'{name}' must stay a pointer into '{old.base.name}' across control flow")
         if isinstance(old, Tile) and isinstance(new, (int, float)):
             new = semantics.constant(new, semantics.python_dtype(new, old.dtype), old.shape or None)
         if not is_runtime(new):
             raise self.error(node, f"'{name}' changes from a run-time value to {new!r} inside control flow")
-        new_v = _carry_value(new)
+        new_v = _carry_values(new)
         # As in Triton: a carried value keeps its type (a silent cast back would truncate).
         if isinstance(old, Tile) and isinstance(new, Tile) and new.type != old.type:
             if new.shape == old.shape:
@@ -290,18 +307,21 @@ def _describe(v, runtime=False) -> str:
     return f"a compile-time {type(v).__name__}"
 
 
-def _carry_value(v) -> ir.Value:
+def _carry_values(v) -> list[ir.Value]:
+    """The SSA values a loop or if carries for `v`: one, or an aggregate's (`values.Aggregate`)."""
+    if isinstance(v, Aggregate):
+        return v.carried()
     if isinstance(v, Pointer):
         offs = v.offsets if isinstance(v.offsets, Tile) else semantics.literal(v.offsets)
-        return offs.value
-    return v.value
+        return [offs.value]
+    return [v.value]
 
 
-def _carry_type(v) -> ir.Type:
-    return _carry_value(v).type
-
-
-def _uncarry(old, value: ir.Value):
+def _uncarry(old, values):
+    """`old`'s kind of value rebuilt from the next of `values` (an iterator), as many as it carries."""
+    if isinstance(old, Aggregate):
+        return old.rebuilt([next(values) for _ in old.carried()])
+    value = next(values)
     return Pointer(old.base, Tile(value)) if isinstance(old, Pointer) else Tile(value)
 
 

@@ -29,7 +29,8 @@ int32 = dtype("int32", "i32", 32, False)
 int64 = dtype("int64", "i64", 64, False)
 int8 = dtype("int8", "i8", 8, False)
 int1 = dtype("int1", "i1", 1, False)
-# Storage only: loaded and converted up with `.to()` (`cvt.rn.f16x2.e4m3x2` on a GPU), not computed on.
+# Not computed on: loaded and converted up with `.to()` (`cvt.rn.f16x2.e4m3x2` on a GPU), or converted
+# down to and stored (`cvt.rn.satfinite.e4m3x2.f32`).
 float8e4m3 = dtype("float8e4m3", "f8E4M3FN", 8, True)
 float8e5m2 = dtype("float8e5m2", "f8E5M2", 8, True)
 FLOAT8 = (float8e4m3, float8e5m2)

@@ -14,6 +14,7 @@ from mlir import ir
 from mlir.dialects import func, scf
 
 from .control_flow import ControlFlow
+from .descriptors import host_descriptors
 from .errors import CompilationError, TileError
 from .expressions import _UNSUPPORTED, Expressions, _name, is_runtime
 from .names import namespace
@@ -244,6 +245,7 @@ def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: li
                 scope[pname] = 1
             else:
                 scope[pname] = detail
+        host_descriptors(scope)
         emitter = FunctionEmitter(parsed, globals_, scope)
         with ir.InsertionPoint(block):
             body = parsed.tree.children[-1]

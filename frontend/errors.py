@@ -16,10 +16,15 @@ class TileError(Exception):
 class CompilationError(TileError):
     def __init__(self, message: str, filename: str = "<kernel>", line: int = 0, column: int = 0, source_line: str = ""):
         self.message, self.filename, self.line, self.column = message, filename, line, column
+        self.source_line = source_line
         text = f"{filename}:{line}:{column}: {message}"
         if source_line:
             text += f"\n    {source_line.rstrip()}\n    {' ' * max(column - 1, 0)}^"
         super().__init__(text)
+
+    def __reduce__(self):
+        # (whole, through a pickle: autotune's compile workers send theirs back)
+        return type(self), (self.message, self.filename, self.line, self.column, self.source_line)
 
 
 class LaunchError(TileError):

@@ -18,7 +18,7 @@ from lark import Token, Tree
 from . import dtypes, semantics
 from .builtins import EMITTERS, tensor_method, tile_method
 from .errors import CompilationError, TileError
-from .values import Pointer, TensorArg, Tile
+from .values import Aggregate, Pointer, TensorArg, Tile
 
 _PY_OPS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
@@ -39,7 +39,7 @@ _UNSUPPORTED = {
 
 
 def is_runtime(v) -> bool:
-    return isinstance(v, (Tile, Pointer))
+    return isinstance(v, (Tile, Pointer, Aggregate))
 
 
 class Expressions:
@@ -261,6 +261,11 @@ class Expressions:
             return tensor_method(obj, name)
         if isinstance(obj, Tile):
             return tile_method(obj, name)
+        if isinstance(obj, Aggregate):  # a tensor descriptor's .load, .shape, ...
+            try:
+                return obj.attribute(name)
+            except AttributeError:
+                raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
         try:
             return getattr(obj, name)
         except AttributeError:
@@ -289,6 +294,8 @@ class Expressions:
     def arguments(self, node):
         args, kwargs = [], {}
         for c in node.children if node is not None else []:
+            if c is None:  # (the grammar's slot after a trailing comma: `f(a, mask=m,)`)
+                continue
             if isinstance(c, Tree) and c.data == "argvalue":
                 kwargs[_name(c.children[0])] = self.expr(c.children[1])
             elif isinstance(c, Tree) and c.data in ("starargs", "kwargs", "stararg"):
@@ -309,7 +316,8 @@ class Expressions:
         compile_time = not any(is_runtime(a) or isinstance(a, TensorArg) for a in [*args, *kwargs.values()])
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
-        if callable(callee) and getattr(callee, "__self__", None) is None and callee.__module__ == "tile.frontend.builtins":
+        if callable(callee) and (getattr(callee, "tile_method", False) or getattr(callee, "__self__", None) is None
+                                 and callee.__module__ == "tile.frontend.builtins"):
             method = _method_name(node.children[0])  # bound tile methods such as x.to / x.stride
             return self.call_emitter(node, method, callee, args, kwargs)
         raise self.error(node, f"cannot call {getattr(callee, '__name__', callee)!r} in a kernel: only tile builtins, "

@@ -55,29 +55,90 @@ def full(shape, value, dtype):
 
 
 @_builtin
-def load(pointer, mask=None, other=None):
-    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere."""
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="", eviction_policy="",
+         volatile=False):
+    """Triton form: read `tensor + offsets` where `mask` holds, `other` (default 0) elsewhere; or
+    the block of a block pointer (`make_block_ptr`), zero ("nan": NaN) outside the tensor along
+    the dims in `boundary_check`. On a GPU: `cache_modifier` ".ca", ".cg", ".cs", ".cv";
+    `eviction_policy` "evict_first", "evict_last", "evict_normal"; `volatile` reads memory every
+    time (`ld.volatile`)."""
 
 
 @_builtin
-def store(pointer, value, mask=None):
-    """Triton form: write `value` to `tensor + offsets` where `mask` holds."""
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy="", volatile=False):
+    """Triton form: write `value` to `tensor + offsets` where `mask` holds; or to the block of a
+    block pointer, the elements outside the tensor along the dims in `boundary_check` skipped
+    (`cache_modifier` ".wb", ".cg", ".cs", ".wt" and the load's other options, on a GPU)."""
 
 
 @_builtin
-def atomic_add(pointer, value, mask=None):
-    """Triton form: add `value` to `tensor + offsets` atomically where `mask` holds (float32 or
-    int32 tensors), each element once; returns the old values (0 where the mask is false)."""
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A descriptor of `base` (a tensor, plus a scalar offset) seen as a tensor of `shape` and
+    `strides` (the last 1), read and written in blocks of `block_shape` (powers of two):
+    `desc.load([o0, o1])`, `desc.store([o0, o1], value)`; out of bounds reads zero ("nan": NaN)
+    and is not written. `desc.shape`, `desc.strides`, `desc.block_shape`, `desc.dtype`."""
 
 
 @_builtin
-def atomic_max(pointer, value, mask=None):
-    """As `atomic_add`, keeping the larger value (int32 tensors); returns the old values."""
+def make_block_ptr(base, shape, strides, offsets, block_shape, order=None):
+    """A block pointer: the `block_shape` block at `offsets` of `base` seen as a tensor of `shape`
+    and `strides`; `load`/`store` it (with `boundary_check`), move it with `advance`."""
 
 
 @_builtin
-def atomic_min(pointer, value, mask=None):
-    """As `atomic_add`, keeping the smaller value (int32 tensors); returns the old values."""
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dim)."""
+
+
+@_builtin
+def atomic_add(pointer, val, mask=None, sem=None, scope=None):
+    """Triton form: add `val` to `tensor + offsets` atomically where `mask` holds (float32,
+    float64, int32, int64; float16 and bfloat16 on sm_90), each element once; returns the old
+    values (0 where the mask is false). `sem`: "acq_rel" (default), "acquire", "release",
+    "relaxed"; `scope`: "gpu" (default), "cta", "sys"."""
+
+
+@_builtin
+def atomic_max(pointer, val, mask=None, sem=None, scope=None):
+    """As `atomic_add`, keeping the larger value (int32, int64, float32, float64); returns the old values."""
+
+
+@_builtin
+def atomic_min(pointer, val, mask=None, sem=None, scope=None):
+    """As `atomic_add`, keeping the smaller value (int32, int64, float32, float64); returns the old values."""
+
+
+@_builtin
+def atomic_and(pointer, val, mask=None, sem=None, scope=None):
+    """As `atomic_add`, a bitwise and (int32, int64); returns the old values."""
+
+
+@_builtin
+def atomic_or(pointer, val, mask=None, sem=None, scope=None):
+    """As `atomic_add`, a bitwise or (int32, int64); returns the old values."""
+
+
+@_builtin
+def atomic_xor(pointer, val, mask=None, sem=None, scope=None):
+    """As `atomic_add`, a bitwise xor (int32, int64); returns the old values."""
+
+
+@_builtin
+def atomic_xchg(pointer, val, mask=None, sem=None, scope=None):
+    """As `atomic_add`, writing `val` (int32, int64, float32, float64); returns the old values."""
+
+
+@_builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Compare and swap: where `tensor + offsets` holds `cmp`, write `val` there, atomically
+    (int32, int64, float32, float64; compared bit for bit); returns the old values.
+    `while tile.atomic_cas(lock, 0, 1) == 1: pass` takes a spin lock."""
+
+
+@_builtin
+def debug_barrier():
+    """Every thread of the program waits until all reach it (`bar.sync 0` on a GPU; nothing on
+    the CPU, where a program runs as one thread)."""
 
 
 @_builtin

@@ -92,12 +92,18 @@ def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
     return a if a.bits > b.bits else b
 
 
-def cast(x: Tile, dt: dtypes.dtype) -> Tile:
+def cast(x: Tile, dt: dtypes.dtype, fp_downcast_rounding: str | None = None) -> Tile:
+    """x as dt; a float narrowed rounds to nearest even (Triton's fp_downcast_rounding="rtne")."""
+    if fp_downcast_rounding not in (None, "rtne"):
+        raise SemanticError(f"fp_downcast_rounding={fp_downcast_rounding!r} is not supported: "
+                            "conversions round to nearest even ('rtne')")
     src = x.dtype
     if src == dt:
         return x
-    if dt in dtypes.FLOAT8:
-        raise SemanticError(f"conversion from {src} to {dt} is not supported: float8 tiles are loaded and converted up")
+    if dt in dtypes.FLOAT8:  # from f32, rounded to nearest even: e4m3 saturates, e5m2 overflows to inf (torch's)
+        wide = cast(x, float32)
+        ty = ir.RankedTensorType.get(x.shape, dt.to_mlir()) if x.shape else dt.to_mlir()
+        return Tile(arith.truncf(ty, wide.value))
     if src in dtypes.FLOAT8 and not dt.is_float:
         raise SemanticError(f"conversion from {src} to {dt} is not supported: convert to a float type")
     ty = dt.to_mlir()
@@ -322,11 +328,13 @@ def where(cond, x, y) -> Tile:
 _MATH = {"exp": math.exp, "exp2": math.exp2, "log": math.log, "log2": math.log2, "sqrt": math.sqrt,
          "rsqrt": math.rsqrt, "tanh": math.tanh, "sin": math.sin, "cos": math.cos, "erf": math.erf,
          "floor": math.floor, "ceil": math.ceil}
-_ROUNDING = ("floor", "ceil")
+_ROUNDING = ("floor", "ceil", "trunc", "round", "rint", "nearbyint")
 
 
-def unary_math(name: str, x) -> Tile:
-    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do."""
+def unary_math(name: str, x, op=None, accurate: bool = False) -> Tile:
+    """Transcendental math; 16-bit floats compute in f32, as Triton and torch do. `op` makes the
+    math op (by default the one `name` names); `accurate` marks it `tile.accurate` (full
+    precision on a GPU too: `tile.extra.libdevice`'s)."""
     if not isinstance(x, Tile):
         x = constant(x, float32)
     dt = x.dtype
@@ -338,7 +346,9 @@ def unary_math(name: str, x) -> Tile:
     if name == "sigmoid":
         out = binary("/", 1.0, binary("+", 1.0, unary_math("exp", negate(wide))))
     else:
-        out = Tile(_MATH[name](wide.value))
+        out = Tile((op or _MATH[name])(wide.value))
+        if accurate:
+            out.value.owner.attributes[tile_ops.ACCURATE] = ir.UnitAttr.get()
     return cast(out, dt) if dt.is_float else out
 
 

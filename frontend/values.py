@@ -65,3 +65,22 @@ class Pointer:
 
     base: TensorArg
     offsets: Tile | int
+
+
+class Aggregate:
+    """A run-time value made of several (a block pointer: its offsets), which loops and ifs
+    carry as the SSA values `carried()` lists and rebuild with `rebuilt`; what they do not
+    carry must stay the same across the control flow (`check_carry` says why not)."""
+
+    def carried(self) -> list[ir.Value]:
+        return []
+
+    def rebuilt(self, values: list[ir.Value]) -> Aggregate:
+        return self
+
+    def check_carry(self, new) -> None:
+        """Raise a TileError if `new` cannot take this value's place across control flow."""
+
+    def attribute(self, name: str):
+        """`value.name` in a kernel (a method is a function flagged `tile_method`)."""
+        raise AttributeError(name)

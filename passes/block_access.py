@@ -157,14 +157,19 @@ def _term(axis, t):
     return None
 
 
-def _mask_term(v):
-    """(axis, vector, bound) of one `&` operand of the mask: vector < bound."""
+SLT, ULT = 2, 6  # arith.cmpi predicates
+
+
+def _mask_term(v, predicates=(SLT, ULT)):
+    """(axis, vector, bound) of one `&` operand of the mask: vector < bound, signed or unsigned
+    (a descriptor's: a negative index out of bounds too, as a TMA copy takes it); `predicates`
+    (SLT,) where the copy made of it compares signed (`match_copy_block`)."""
     found = _under_broadcast(v)
     if found is None:
         return None
     axis, t = found
     op, _ = _owner(t)
-    if op is None or op.name != "arith.cmpi" or ir.IntegerAttr(op.attributes["predicate"]).value != 2:  # slt
+    if op is None or op.name != "arith.cmpi" or ir.IntegerAttr(op.attributes["predicate"]).value not in predicates:
         return None
     vec, bound = _vector(op.operands[0]), _splat(op.operands[1])
     return (axis, vec, bound) if vec is not None and bound is not None else None
@@ -195,8 +200,9 @@ def match_copy_block(load) -> Block | None:
     if offs is None or all(t[3] is not None for t in offs):
         return None
     (_, row_vec, row_stride, b0), (_, col_vec, col_stride, b1) = offs
-    pair = _pair(mask, "arith.andi", _mask_term)
-    single = _mask_term(mask)
+    signed = lambda v: _mask_term(v, (SLT,))  # noqa: E731  (transposed_copies.py masks its copies with slt)
+    pair = _pair(mask, "arith.andi", signed)
+    single = signed(mask)
     bounds = {t[0]: t[1:] for t in pair or ([single] if single else [])}
     if not bounds or row_stride is not None or col_stride is None:
         return None  # a unit stride on the rows only

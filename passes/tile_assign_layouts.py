@@ -86,7 +86,7 @@ from .index_values import index_only
 from .registry import register_pass
 from .walk import all_ops
 
-_MEMORY_OPS = {"tile.load", "tile.store", "tile.load_tile", "tile.store_tile", "tile.atomic_rmw"}
+_MEMORY_OPS = {"tile.load", "tile.store", "tile.load_tile", "tile.store_tile", "tile.atomic_rmw", "tile.atomic_cas"}
 # Ops whose tile operands must share the result's layout (elementwise in effect).
 _ELEMENTWISE = ("arith.", "math.")
 
@@ -390,7 +390,7 @@ def _layout_anchor(op):
     """The value whose layout an op's tile operands must share, if any."""
     if op.name.startswith(_ELEMENTWISE) and op.results:
         return op.results[0]
-    if op.name in ("tile.load", "tile.atomic_rmw"):  # (an atomic's old values are its data's layout)
+    if op.name in ("tile.load", "tile.atomic_rmw", "tile.atomic_cas"):  # (an atomic's old values are its data's layout)
         return op.results[0]
     if op.name == "tile.store":
         return op.operands[2]  # the stored value

@@ -242,6 +242,8 @@ class TilePipeline:
             op = op.operation
             if op.name != "tile.load" or not isinstance(op.results[0].type, ir.RankedTensorType):
                 continue  # (a scalar load, such as a page number read from a table)
+            if "volatile" in op.attributes:  # read when the program says, never ahead
+                continue
             base, offsets, mask, other = op.operands
             t = ir.RankedTensorType(op.results[0].type)
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]

@@ -22,19 +22,17 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import warnings
 
 from ..frontend.errors import source_of
 from ..frontend.names import captured, described
+from ..frontend.paths import cache_dir
 from .toolchain import TOOLCHAIN
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COMPILER_DIRS = ("frontend", "dialects", "passes", "codegen")
 _compiler_digest = None
-
-
-def cache_dir() -> str:
-    return os.environ.get("TILE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tile")
 
 
 def compiler_digest() -> str:
@@ -192,24 +190,55 @@ def _compiler(kernel, target: str, options: dict, path: str):
     return build
 
 
-def load_or_build(kernel, signature, target: str, options: dict):
+_BUILD_LOCK = threading.Lock()
+
+
+def _new_build_lock():
+    global _BUILD_LOCK
+    _BUILD_LOCK = threading.Lock()
+
+
+# A process forked while another thread builds (autotune's workers) would inherit the lock held.
+os.register_at_fork(after_in_child=_new_build_lock)
+
+
+def _usable_entry(path: str, target: str, want_dumps: bool):
+    """The entry at path, unless dumps are asked for and it was built without them (it is then rebuilt)."""
+    entry = _read_entry(path, target)
+    return None if entry is not None and want_dumps and not _has_dumps(path) else entry
+
+
+def _build(kernel, signature, target: str, options: dict, path: str, key: str, want_dumps: bool):
+    """Compile, and write the entry and the dumps (those of a failed build too)."""
+    build = _compiler(kernel, target, options, path)
+    try:
+        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+    except Exception as e:
+        _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
+        raise
+    _write_entry(path, compiled, artifact)
+    _write_dumps(compiled.dumps, kernel.name, key)
+    return compiled, artifact
+
+
+def load_or_build(kernel, signature, target: str, options: dict, build: bool = True):
+    """The launcher of a cache entry, built first if it is missing; None then if not `build`."""
     key = key_for(kernel, signature, target, options)
     path = os.path.join(cache_dir(), key)
     want_dumps = bool(os.environ.get("TILE_DUMP_IR"))
-    entry = _read_entry(path, target)
-    if entry is not None and want_dumps and not _has_dumps(path):
-        entry = None
+    entry = _usable_entry(path, target, want_dumps)
+    if entry is None and not build:
+        return None
+    asm = None
     if entry is None:
-        build = _compiler(kernel, target, options, path)
-        try:
-            compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
-        except Exception as e:
-            _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
-            raise
-        _write_entry(path, compiled, artifact)
-        _write_dumps(compiled.dumps, kernel.name, key)
-        entry, asm = (compiled.metadata, artifact), dict(compiled.stages)  # from memory: the write may have failed
-    else:
+        # One build at a time in a process (the compiler has shared state, and a thread that
+        # wanted the same entry finds it built when its turn comes).
+        with _BUILD_LOCK:
+            entry = _usable_entry(path, target, want_dumps)
+            if entry is None:
+                compiled, artifact = _build(kernel, signature, target, options, path, key, want_dumps)
+                entry, asm = (compiled.metadata, artifact), dict(compiled.stages)  # from memory: the write may have failed
+    if asm is None:
         _copy_dumps(path, kernel.name, key)
         asm = read_stages(path)
     meta, artifact = entry

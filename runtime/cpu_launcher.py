@@ -7,32 +7,50 @@ sizes, strides in elements), following the ABI recorded at compile time.
 from __future__ import annotations
 
 import ctypes
+import functools
+import threading
 
 from .arguments import CTYPES, check_values
 from .cpu_float_runtime import add_float_runtime
 
 
+@functools.cache
 def _descriptor_type(rank: int):
+    """The memref descriptor's struct for a rank, one class each: a class made per launch
+    leaked, as ctypes keeps the pointer type of every class it has seen (about 40 KB a launch)."""
     fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_longlong)]
     if rank:
         fields += [("sizes", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
     return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
 
 
+_JIT_LOCK = threading.Lock()
+
+
 class CpuLauncher:
     def __init__(self, metadata: dict, llvm_mlir: str):
         self.metadata, self.name = metadata, metadata["name"]
+        self._llvm_mlir = llvm_mlir
+        self._engine = None  # JIT-compiled on the first launch: autotune loads many configs and runs few
+        self._args = metadata["args"]
+        self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
+
+    def engine(self):
+        with _JIT_LOCK:  # (threads launching it first at once: one JIT)
+            return self._engine or self._jit()
+
+    def _jit(self):
         from mlir import ir
         from mlir.execution_engine import ExecutionEngine
 
-        self._ctx = ir.Context()
-        self._ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
-        with self._ctx:
-            module = ir.Module.parse(llvm_mlir)
-            add_float_runtime(module, llvm_mlir)
-            self._engine = ExecutionEngine(module, opt_level=2)
-        self._args = metadata["args"]
-        self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
+        ctx = ir.Context()
+        ctx.enable_multithreading(False)  # (see dialects/tile_dialect.make_context)
+        with ctx:
+            module = ir.Module.parse(self._llvm_mlir)
+            add_float_runtime(module, self._llvm_mlir)
+            engine = ExecutionEngine(module, opt_level=2)
+        self._ctx, self._engine = ctx, engine
+        return engine
 
     def check(self, values):
         """Called once per new argument signature, not per launch."""
@@ -57,4 +75,4 @@ class CpuLauncher:
             c = ctypes.c_int32(g)
             keep.append(c)
             packed.append(ctypes.pointer(c))
-        self._engine.invoke(self.name, *packed)
+        (self._engine or self.engine()).invoke(self.name, *packed)

@@ -25,7 +25,8 @@ from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.language import constexpr
 from ..frontend.names import captured, described
-from . import cache
+from ..frontend.tensor_descriptor import is_descriptor
+from . import cache, host_descriptors
 from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
@@ -112,15 +113,7 @@ class Kernel(FastLaunch):
         return launch
 
     def _generic(self, grid):
-        def launch(*args, **kwargs):
-            __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
-            try:
-                return self.run(grid, args, kwargs)
-            except TileError as e:
-                # Errors name the user's line; the compiler's frames would only hide it.
-                raise e.with_traceback(None) from None
-
-        return launch
+        return generic_launch(self.run, grid)
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
@@ -183,6 +176,7 @@ class Kernel(FastLaunch):
         if env:
             return env
         for v in values:
+            v = v.base if is_descriptor(v) else v  # (a tensor descriptor's tensor)
             if is_tensor(v) and v.device.type == "cuda":
                 import torch
 
@@ -211,7 +205,9 @@ class Kernel(FastLaunch):
         return repr(values)
 
     # ---- compile and launch --------------------------------------------------------
-    def launcher(self, values, options, target):
+    def launcher(self, values, options, target, build: bool = True):
+        """The specialization's launcher, from memory, the disk cache or (`build`) the compiler;
+        None if it is in none of them and not `build`."""
         sig = self.signature(values)
         if target != "cpu":
             options = {**options, "divisible_args": _divisible_args(self, values),
@@ -222,13 +218,22 @@ class Kernel(FastLaunch):
                os.environ.get("TILE_DUMP_IR"), self.captured_values())
         found = self._launchers.get(key)
         if found is None:
-            found = self._launchers[key] = cache.load_or_build(self, sig, target, options)
+            found = cache.load_or_build(self, sig, target, options, build)
+            if found is not None:
+                self._launchers[key] = found
         return found
 
     def compile(self, *args, target: str | None = None, **kwargs):
         """Compile one specialization ahead of time (no launch); returns its launcher."""
+        return self.compiled(args, kwargs, target)
+
+    def compiled(self, args, kwargs, target: str | None = None, build: bool = True):
+        """`compile`'s launcher; None if it is not compiled yet and not `build`."""
+        if host_descriptors.present(args, kwargs):
+            view, flat, options = host_descriptors.expanded(self, args, kwargs)
+            return view.compiled(flat, options, target, build)
         values, options = self.bind(list(args), dict(kwargs))
-        return self.launcher(values, options, target or self.target_for(values))
+        return self.launcher(values, options, target or self.target_for(values), build)
 
     def _fast_key(self, env, args, kwargs):
         """A cheap key for the launcher cache: per parameter, just what the specialization reads."""
@@ -242,6 +247,9 @@ class Kernel(FastLaunch):
         return tuple(key)
 
     def run(self, grid, args, kwargs):
+        if host_descriptors.present(args, kwargs):  # launched by a view whose parameters are their parts
+            view, flat, options = host_descriptors.expanded(self, args, kwargs)
+            return view.run(grid, flat, options)
         env = read_env()
         try:
             fast = self._fast_key(env, args, kwargs)
@@ -271,6 +279,19 @@ class Kernel(FastLaunch):
 
 
 
+
+
+def generic_launch(run, grid):
+    """`launch(*args, **kwargs)` calling `run(grid, args, kwargs)`, whose errors show the user's frame."""
+    def launch(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841  (pytest: show the user's frame)
+        try:
+            return run(grid, args, kwargs)
+        except TileError as e:
+            # Errors name the user's line; the compiler's frames would only hide it.
+            raise e.with_traceback(None) from None
+
+    return launch
 
 
 def _exact(v):

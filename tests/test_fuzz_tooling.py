@@ -73,7 +73,7 @@ def test_damaged_cache_entry_is_rebuilt(damage, monkeypatch, tmp_path):
     _forget(fill_kernel)
     out = torch.zeros(4, dtype=torch.int64)
     fill_kernel[[1]](out, 5, BLOCK=4)
-    (entry,) = tmp_path.iterdir()
+    (entry,) = [p for p in tmp_path.iterdir() if p.name != "parser"]
     good = (entry / "kernel.mlir").read_bytes()
     if damage == "truncated metadata":
         (entry / "metadata.json").write_text((entry / "metadata.json").read_text()[:40])
@@ -159,7 +159,7 @@ def test_autotune_ahead_of_time_saves_no_choice(gpu_target, monkeypatch, tmp_pat
     x = torch.empty(1000, device="meta")
     _tuner()[_blocks](x, torch.empty(1000, device="meta"), 1000)
     assert not (tmp_path / "autotune").exists()
-    assert len(list(tmp_path.iterdir())) == 2  # both configs compiled
+    assert len([p for p in tmp_path.iterdir() if p.name != "parser"]) == 2  # both configs compiled
 
 
 @pytest.mark.parametrize("record", ["[1]", '{"n=100;target=cpu": "x"}', '{"n=100;target=cpu": {"config": "1"}}'])

@@ -213,7 +213,7 @@ func.func @gather(%src: tensor<4x8xf32>, %idx: tensor<4x8xi32>) -> tensor<4x8xf3
 // CHECK: return %[[T]]
 // CHECK-NOT: tile.
 func.func @atomic_add(%y: !buf, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) -> tensor<64xf32> {
-  %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add"} : (!buf, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+  %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add", sem = "acq_rel", scope = "gpu"} : (!buf, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
   return %old : tensor<64xf32>
 }
 
@@ -229,7 +229,7 @@ func.func @atomic_add(%y: !buf, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask
 // CHECK: memref.atomic_rmw maxs
 // CHECK-NOT: tile.
 func.func @atomic_max_unread(%y: !ibuf, %offs: tensor<64xi32>, %v: tensor<64xi32>, %mask: tensor<64xi1>) {
-  %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max"} : (!ibuf, tensor<64xi32>, tensor<64xi32>, tensor<64xi1>) -> tensor<64xi32>
+  %old = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max", sem = "relaxed", scope = "cta"} : (!ibuf, tensor<64xi32>, tensor<64xi32>, tensor<64xi1>) -> tensor<64xi32>
   return
 }
 
@@ -270,4 +270,27 @@ func.func @trans(%x: tensor<2x32x64xf32>) -> tensor<64x2x32xf32> {
 func.func @print(%x: tensor<8xf32>) {
   "tile.print"(%x) {prefix = "x: "} : (tensor<8xf32>) -> ()
   return
+}
+
+// -----
+
+// atomic_cas: a call that stands for an llvm.cmpxchg at the element's address (made inline
+// by tile-inline-cas, after buffer deallocation, which rejects an llvm.cmpxchg); floats
+// compare bit for bit. A barrier is nothing on the CPU.
+
+!fbuf = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK: func.func private @__tile_cas_i32(i64, i32, i32) -> i32
+// CHECK-LABEL: func.func @atomic_cas
+// CHECK: %[[GOT:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK: %[[C:[0-9]+]] = arith.bitcast %{{.*}} : f32 to i32
+// CHECK: %[[V:[0-9]+]] = arith.bitcast %{{.*}} : f32 to i32
+// CHECK: %[[OLD:[0-9]+]] = func.call @__tile_cas_i32(%{{.*}}, %[[C]], %[[V]]) : (i64, i32, i32) -> i32
+// CHECK: %[[F:[0-9]+]] = arith.bitcast %[[OLD]] : i32 to f32
+// CHECK-NEXT: scf.yield %[[F]] : f32
+// CHECK-NOT: tile.
+func.func @atomic_cas(%y: !fbuf, %off: i32, %c: f32, %v: f32, %m: i1) -> f32 {
+  %old = "tile.atomic_cas"(%y, %off, %c, %v, %m) {sem = "acq_rel", scope = "gpu"} : (!fbuf, i32, f32, f32, i1) -> f32
+  "tile.barrier"() : () -> ()
+  return %old : f32
 }

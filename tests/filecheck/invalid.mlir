@@ -311,16 +311,32 @@ func.func @gather_shapes(%src: tensor<4x8xf32>, %idx: tensor<2x8xi32>) -> tensor
 // -----
 
 func.func @atomic_kind(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) {
-  // expected-error @below {{'tile.atomic_rmw' op kind must be one of add, max, min, got xor}}
-  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "xor"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+  // expected-error @below {{'tile.atomic_rmw' op kind must be one of add, max, min, and, or, xor, xchg, got nand}}
+  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "nand", sem = "acq_rel", scope = "gpu"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
   return
 }
 
 // -----
 
-func.func @atomic_max_float(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) {
-  // expected-error @below {{'tile.atomic_rmw' op atomic max takes i32 values, got f32}}
-  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "max"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+func.func @atomic_xor_float(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) {
+  // expected-error @below {{'tile.atomic_rmw' op atomic xor takes i32 or i64 values, got f32}}
+  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "xor", sem = "acq_rel", scope = "gpu"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @atomic_sem(%y: memref<?xi32>, %offs: tensor<64xi32>, %v: tensor<64xi32>, %mask: tensor<64xi1>) {
+  // expected-error @below {{'tile.atomic_rmw' op sem must be one of acq_rel, acquire, release, relaxed, got seq_cst}}
+  %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "add", sem = "seq_cst", scope = "gpu"} : (memref<?xi32>, tensor<64xi32>, tensor<64xi32>, tensor<64xi1>) -> tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_cas_types(%y: memref<?xi32>, %offs: tensor<64xi32>, %c: tensor<64xi64>, %v: tensor<64xi32>, %mask: tensor<64xi1>) {
+  // expected-error @below {{'tile.atomic_cas' op cmp, value and the result must have one type}}
+  %o = "tile.atomic_cas"(%y, %offs, %c, %v, %mask) {sem = "acq_rel", scope = "gpu"} : (memref<?xi32>, tensor<64xi32>, tensor<64xi64>, tensor<64xi32>, tensor<64xi1>) -> tensor<64xi32>
   return
 }
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# On the GPU machine: every example, and the GPU halves of the tests (regressions_on_device.py,
+# language_on_device.py, triton_ports_on_device.py), under compute-sanitizer's memcheck, racecheck
+# (shared memory) and synccheck, from the cache built by build_for_device.sh (carry .device).
+# Fails on any error a tool reports or any check that fails. One line per (tool, program) in
+# $OUT/sanitize.txt, the tools' own reports in $OUT/sanitize-<tool>.log.
+#   bash benchmarks/sanitize_on_device.sh [EXAMPLE ...]     # default: every example
+set -uo pipefail
+cd "$(dirname "$0")/.."
+D=${DEVICE_DIR:-.device}
+OUT=${OUT:-$PWD/sanitize-out}
+mkdir -p "$OUT"
+export TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src PYTHONUNBUFFERED=1
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+if [ -z "$CS" ]; then echo "no compute-sanitizer on this machine"; exit 2; fi
+"$CS" --version | tail -1 | tee "$OUT/sanitize.txt"
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+    mapfile -t names < <(python3 -c "import sys; sys.path.insert(0, '$D/src/tile/examples'); from seeds import SEEDS; print('\n'.join(SEEDS))")
+fi
+status=0
+run() {  # tool, label, command...
+    local tool=$1 label=$2; shift 2
+    local flags=(--tool "$tool" --error-exitcode 99 --print-limit 20)
+    [ "$tool" = racecheck ] && flags+=(--racecheck-report hazard)
+    "$CS" "${flags[@]}" "$@" >>"$OUT/sanitize-$tool.log" 2>&1
+    local rc=$?
+    local errors
+    errors=$(grep -Eo "ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard" "$OUT/sanitize-$tool.log" | tail -1)
+    printf '%-10s %-28s rc=%-3s %s\n' "$tool" "$label" "$rc" "$errors" | tee -a "$OUT/sanitize.txt"
+    [ "$rc" -ne 0 ] && status=1
+}
+for tool in memcheck racecheck synccheck; do
+    for name in "${names[@]}"; do
+        echo "=== $name" >>"$OUT/sanitize-$tool.log"
+        run "$tool" "$name" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "$name"
+    done
+    for script in regressions_on_device language_on_device; do
+        echo "=== $script" >>"$OUT/sanitize-$tool.log"
+        run "$tool" "$script" python3 "$D"/src/tile/benchmarks/$script.py
+    done
+done
+exit $status

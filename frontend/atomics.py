@@ -1,0 +1,72 @@
+"""Emitters of the atomics (Triton's `tl.atomic_*`) and `debug_barrier`.
+
+Every atomic returns the old values (0 where the mask is false) and takes Triton's
+`sem=` (memory order: "acq_rel", the default, "acquire", "release", "relaxed") and
+`scope=` ("gpu", the default, "cta", "sys"); a GPU lowers them to `atom.<sem>.<scope>`.
+"""
+
+from __future__ import annotations
+
+from ..dialects import tile_ops
+from . import semantics
+from .builtins import _access, _describe, _pointer, _tile, emitter
+from .semantics import SemanticError
+from .values import Tile
+
+_NAMES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i64": "int64"}
+
+
+def _ordering(name: str, sem, scope) -> tuple[str, str]:
+    """Triton's checks of `sem=` and `scope=` (None: the defaults)."""
+    sem = tile_ops.ATOMIC_SEMS[0] if sem is None else sem
+    scope = tile_ops.ATOMIC_SCOPES[0] if scope is None else scope
+    if sem not in tile_ops.ATOMIC_SEMS:
+        raise SemanticError(f"{name}'s sem must be one of {', '.join(map(repr, tile_ops.ATOMIC_SEMS))}, got {_describe(sem)}")
+    if scope not in tile_ops.ATOMIC_SCOPES:
+        raise SemanticError(f"{name}'s scope must be one of {', '.join(map(repr, tile_ops.ATOMIC_SCOPES))}, "
+                            f"got {_describe(scope)}")
+    return sem, scope
+
+
+def _target(name: str, pointer, allowed):
+    p = _pointer(pointer, f"{name}'s pointer")
+    if p.base.dtype.mlir not in allowed:
+        names = ", ".join(_NAMES[t] for t in allowed)
+        raise SemanticError(f"{name} takes {names} tensors, but '{p.base.name}' is {p.base.dtype.name}")
+    return p
+
+
+def _atomic(kind: str, pointer, value, mask, sem, scope):
+    name = f"atomic_{kind}"
+    p = _target(name, pointer, tile_ops.ATOMIC_KINDS[kind])
+    sem, scope = _ordering(name, sem, scope)
+    value = semantics.cast(_tile(value, "value"), p.base.dtype)
+    offsets, mask, shape = _access(p, mask, value)
+    value = semantics.broadcast_to(value, shape) if shape else value
+    return Tile(tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value, sem, scope))
+
+
+for _kind in tile_ops.ATOMIC_KINDS:
+    emitter(f"atomic_{_kind}")(
+        lambda pointer, val, mask=None, sem=None, scope=None, _k=_kind: _atomic(_k, pointer, val, mask, sem, scope))
+
+
+@emitter("atomic_cas")
+def _atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Triton's `tl.atomic_cas`: no mask; cmp and val take the tensor's type and the access's shape."""
+    p = _target("atomic_cas", pointer, tile_ops.CAS_TYPES)
+    sem, scope = _ordering("atomic_cas", sem, scope)
+    cmp, val = (semantics.cast(_tile(v, what), p.base.dtype) for v, what in ((cmp, "cmp"), (val, "val")))
+    if cmp.shape or val.shape:
+        both = semantics.broadcast_shapes(cmp.shape, val.shape)
+        cmp, val = semantics.broadcast_to(cmp, both), semantics.broadcast_to(val, both)
+    offsets, mask, shape = _access(p, None, val)
+    cmp, val = (semantics.broadcast_to(v, shape) if shape else v for v in (cmp, val))
+    return Tile(tile_ops.atomic_cas(p.base.value, offsets.value, cmp.value, val.value, mask.value, sem, scope))
+
+
+@emitter("debug_barrier")
+def _debug_barrier():
+    """Every thread of the program waits for the others: what a spin lock's holder needs
+    before it lets go (Triton's tutorial 05 releases its lock after one)."""
+    tile_ops.barrier()
