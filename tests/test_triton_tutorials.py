@@ -23,19 +23,16 @@ sys.path.insert(0, PORTS)
 
 # What a port needs that tile does not have yet (a strict xfail names it; remove it once it lands).
 JIT = "tile.jit (Triton's @triton.jit spelling, for kernels and helpers)"
-CONFIG = "tile.Config({...}, num_warps=, num_stages=) (Triton's positional dict)"
+MIN = "min/max on run-time scalars"
+CARRIED_NUMBER = "a Python number reassigned in a run-time loop (curr_m = start_m ... curr_m += step_m)"
 FP8_DOT = "fp8 operands of tile.dot (float8 tiles are storage only)"
-ATOMIC_CAS = "tile.atomic_cas / atomic_xchg / debug_barrier (the backward's spin lock)"
 NUM_CTAS = "the launch option num_ctas=1"
-LIBDEVICE = "tile.extra.libdevice (Triton's tl.extra.libdevice)"
-MATH = "tile.math (Triton's tl.math.exp2 / log2)"
-DESCRIPTORS = "tile.TensorDescriptor and tensor descriptors' load/store"
-AUTOTUNE = "tile.autotune's prune_configs_by and Config(pre_hook=)"
 RANGE_OPTIONS = "tile.range(..., flatten=, warp_specialize=)"
 DESCRIPTOR_TYPE = "isinstance(x, tile.tensor_descriptor)"
 POINTER_ARRAYS = "tile.pointer_type: an int64 loaded from a tensor cast to a pointer (arrays of pointers)"
 SPLIT = "tile.split (and join) of a trailing dim of 2"
 DOT_SCALED = "tile.dot_scaled (fp8/fp4 blocks with e8m0 scales per 32 elements of K)"
+UINT8 = "uint8 tensors (the e8m0 scales)"
 GDC = "tile.extra.cuda.gdc_wait / gdc_launch_dependents and the launch option launch_pdl="
 DTYPE_NAMES = "Triton's dtype names (float8e4nv, float8e5) and x_ptr.dtype.element_ty"
 
@@ -48,35 +45,35 @@ def _why(*missing):
 CPU_BLOCKERS = {
     "t01_vector_add": _why(JIT),
     "t02_fused_softmax": _why(JIT),
-    "t03_matrix_multiplication:check_fp16": _why(JIT, CONFIG),
-    "t03_matrix_multiplication": _why(JIT, CONFIG, FP8_DOT),
+    "t03_matrix_multiplication:check_fp16": _why(JIT, MIN),
+    "t03_matrix_multiplication": _why(JIT, MIN, FP8_DOT),
     "t04_low_memory_dropout": _why(JIT),
-    "t05_layer_norm": _why(JIT, ATOMIC_CAS, NUM_CTAS),
-    "t06_fused_attention:check_backward_only": _why(JIT, MATH, DESCRIPTORS),
-    "t06_fused_attention": _why(JIT, MATH, DESCRIPTORS, AUTOTUNE, RANGE_OPTIONS, DESCRIPTOR_TYPE, DTYPE_NAMES),
-    "t07_extern_functions": _why(JIT, LIBDEVICE),
-    "t08_grouped_gemm:check_pointers": _why(JIT, CONFIG, POINTER_ARRAYS),
-    "t08_grouped_gemm": _why(JIT, CONFIG, POINTER_ARRAYS, DESCRIPTORS, DTYPE_NAMES),
-    "t09_persistent_matmul:check_matmul": _why(JIT, CONFIG, DTYPE_NAMES),
-    "t09_persistent_matmul": _why(JIT, CONFIG, DTYPE_NAMES, RANGE_OPTIONS, DESCRIPTORS, SPLIT),
-    "t10_block_scaled_matmul": _why(JIT, DESCRIPTORS, DOT_SCALED),
+    "t05_layer_norm": _why(JIT, NUM_CTAS),
+    "t06_fused_attention:check_backward_only": _why(JIT, CARRIED_NUMBER),
+    "t06_fused_attention": _why(JIT, CARRIED_NUMBER, RANGE_OPTIONS, DESCRIPTOR_TYPE, DTYPE_NAMES),
+    "t07_extern_functions": _why(JIT),
+    "t08_grouped_gemm:check_pointers": _why(JIT, CARRIED_NUMBER, POINTER_ARRAYS),
+    "t08_grouped_gemm": _why(JIT, CARRIED_NUMBER, POINTER_ARRAYS, DTYPE_NAMES),
+    "t09_persistent_matmul:check_matmul": _why(JIT, MIN, DTYPE_NAMES),
+    "t09_persistent_matmul": _why(JIT, MIN, DTYPE_NAMES, RANGE_OPTIONS, SPLIT),
+    "t10_block_scaled_matmul": _why(JIT, UINT8, DOT_SCALED),
     "t11_programmatic_dependent_launch": _why(JIT, GDC),
 }
 # port[:function] -> what its benchmark_launches() (or that function's) needs to compile for sm_90a
 GPU_BLOCKERS = {
     "t01_vector_add": _why(JIT),
     "t02_fused_softmax": _why(JIT),
-    "t03_matrix_multiplication:benchmark_launches_fp16": _why(JIT, CONFIG),
-    "t03_matrix_multiplication": _why(JIT, CONFIG, FP8_DOT),
+    "t03_matrix_multiplication:benchmark_launches_fp16": _why(JIT, MIN),
+    "t03_matrix_multiplication": _why(JIT, MIN, FP8_DOT),
     "t04_low_memory_dropout": _why(JIT),
-    "t05_layer_norm": _why(JIT, ATOMIC_CAS),
-    "t06_fused_attention": _why(JIT, MATH, DESCRIPTORS, AUTOTUNE, RANGE_OPTIONS, DESCRIPTOR_TYPE, DTYPE_NAMES),
-    "t07_extern_functions": _why(JIT, LIBDEVICE),
-    "t08_grouped_gemm:benchmark_launches_pointers": _why(JIT, CONFIG, POINTER_ARRAYS),
-    "t08_grouped_gemm": _why(JIT, CONFIG, POINTER_ARRAYS, DESCRIPTORS, DTYPE_NAMES),
-    "t09_persistent_matmul:benchmark_launches_matmul": _why(JIT, CONFIG, DTYPE_NAMES),
-    "t09_persistent_matmul": _why(JIT, CONFIG, DTYPE_NAMES, RANGE_OPTIONS, DESCRIPTORS, SPLIT),
-    "t10_block_scaled_matmul": _why(JIT, DESCRIPTORS, DOT_SCALED),
+    "t05_layer_norm": _why(JIT),
+    "t06_fused_attention": _why(JIT, CARRIED_NUMBER, RANGE_OPTIONS, DESCRIPTOR_TYPE, DTYPE_NAMES),
+    "t07_extern_functions": _why(JIT),
+    "t08_grouped_gemm:benchmark_launches_pointers": _why(JIT, CARRIED_NUMBER, POINTER_ARRAYS),
+    "t08_grouped_gemm": _why(JIT, CARRIED_NUMBER, POINTER_ARRAYS, DTYPE_NAMES),
+    "t09_persistent_matmul:benchmark_launches_matmul": _why(JIT, MIN, DTYPE_NAMES),
+    "t09_persistent_matmul": _why(JIT, MIN, DTYPE_NAMES, RANGE_OPTIONS, SPLIT),
+    "t10_block_scaled_matmul": _why(JIT, UINT8, DOT_SCALED),
     "t11_programmatic_dependent_launch": _why(JIT, GDC),
 }
 # ports whose benchmark kernels ptxas may spill on sm_90a, and why
