@@ -157,6 +157,22 @@ def test_reverse_rename():
                                  "def k(x, N: tl.constexpr):\n    n = tl.cdiv(N, 2)\n\nk[(triton.cdiv(8, 2),)](1)\n")
 
 
+def _tl_names(source: str) -> set[str]:
+    """The `tl.X` names a Triton source uses (the first attribute after tl)."""
+    return {node.attr for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "tl"}
+
+
+@pytest.mark.parametrize("name", list(INTERPRETER_BLOCKERS))
+def test_port_names_only_triton_language(name):
+    """Every `tile.X` a port's kernels use is Triton's `tl.X`, on paths main() does not run too
+    (the fp8 and Blackwell branches): the rename reversed leaves no tile-only name."""
+    tl = pytest.importorskip("triton.language")
+    with open(os.path.join(PORTS, name + ".py")) as f:
+        used = _tl_names(to_triton(f.read()))
+    assert used and not [n for n in used if not hasattr(tl, n)]
+
+
 INTERPRET = """
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location(sys.argv[2], sys.argv[1])
