@@ -14,8 +14,9 @@ cache of compiled kernels can launch them.
 # Skipped only when a tool loads this file on its own, outside the package: pytest does, for
 # the repo root of a checkout whose folder name is not a Python identifier (say, tile-main).
 if __package__:
-    from .frontend.dtypes import bfloat16, dtype, float8e4m3, float8e5m2, float16, float32, float64, int1, int8, int32, int64
-    from .frontend.errors import CompilationError, DeviceUnavailableError, LaunchError, TileError
+    from .frontend.dtypes import (bfloat16, dtype, float8e4m3, float8e4nv, float8e5, float8e5m2, float16, float32, float64, int1, int8,
+                                  int16, int32, int64, pointer_type)
+    from .frontend.errors import CompilationError, DeviceAssertionError, DeviceUnavailableError, LaunchError, TileError
     from .frontend.language import *  # noqa: F401,F403  (the kernel language)
     from .frontend.language import constexpr
     from .frontend.tensor_descriptor import TensorDescriptor
@@ -26,10 +27,10 @@ if __package__:
         _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"{__name__}.frontend.{_name}"]
     from .frontend import math_language as math  # Triton's tl.math
     from .runtime.autotune import Autotuner, Config, autotune
-    from .runtime.kernel import Kernel, func, kernel
+    from .runtime.kernel import Kernel, func, jit, kernel
 
 __all__ = [
-    "kernel", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
-    "int8", "int1", "float8e4m3", "float8e5m2", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError",
+    "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
+    "int8", "int16", "int1", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
     "TensorDescriptor",
 ]

@@ -122,10 +122,13 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         kernel._parsed = parse_function(kernel.fn)
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature)
+        # device_assert: checked on the CPU target; on a GPU with TILE_DEBUG=1 or @tile.jit(debug=True)
+        asserts = target == "cpu" or bool(options.get("debug"))
+        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature, asserts=asserts)
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
-            for op, what in (("tile.print", "device_print"), ("tile.barrier", "debug_barrier")):
+            for op, what in (("tile.print", "device_print"), ("tile.barrier", "debug_barrier"),
+                             ("tile.assert_fail", "device_assert")):
                 if collect(module.operation, [op]):
                     raise CompilationError(f"{kernel.name}: {what} is not supported on a GPU in a kernel whose dot "
                                            "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")

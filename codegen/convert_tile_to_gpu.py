@@ -344,6 +344,7 @@ class Translator:
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
     from .distributed_atomic import op_tile_atomic_cas, op_tile_atomic_rmw, op_tile_barrier  # noqa: E402
     from .device_print import op_tile_print  # noqa: E402
+    from .device_assert import op_tile_assert_fail  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402

@@ -301,6 +301,8 @@ from .linalg_atomics import lower_atomic, lower_barrier  # noqa: E402
 LOWERINGS["tile.print"] = lower_print
 LOWERINGS["tile.atomic_rmw"] = LOWERINGS["tile.atomic_cas"] = lower_atomic
 LOWERINGS["tile.barrier"] = lower_barrier
+from .device_assert import lower_assert_fail  # noqa: E402
+LOWERINGS["tile.assert_fail"] = lower_assert_fail
 
 
 def inline_fused(op):

@@ -78,7 +78,7 @@ def _instruction(kind: str, elem) -> str:
     return f"{'exch' if kind == 'xchg' else kind}.b{bits}"
 
 
-def _atom(self, kind: str, elem, sem: str, scope: str, address, pred, value, cmp=None):
+def _atom(kind: str, elem, sem: str, scope: str, address, pred, value, cmp=None):
     """`@pred atom.<sem>.<scope>.global.<kind>` of one element: the old value, 0 where pred is false."""
     bits = element_bits(elem)
     word = ir.IntegerType.get_signless(bits)
@@ -92,15 +92,15 @@ def _atom(self, kind: str, elem, sem: str, scope: str, address, pred, value, cmp
     return old if isinstance(elem, ir.IntegerType) else arith.bitcast(elem, old)
 
 
-def _float_extremum(self, kind: str, elem, sem, scope, address, pred, value):
+def _float_extremum(kind: str, elem, sem, scope, address, pred, value):
     """A float max (min) as Triton's two integer atomics on the bits; the old value."""
     word = ir.IntegerType.get_signless(element_bits(elem))
     zero = arith.ConstantOp(elem, 0.0).result
     positive = arith.cmpf(arith.CmpFPredicate.OGE, value, zero)
     true = arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
     bits = arith.bitcast(word, value)
-    signed = _atom(self, kind, word, sem, scope, address, arith.andi(pred, positive), bits)
-    unsigned = _atom(self, "umin" if kind == "max" else "umax", word, sem, scope, address,
+    signed = _atom(kind, word, sem, scope, address, arith.andi(pred, positive), bits)
+    unsigned = _atom("umin" if kind == "max" else "umax", word, sem, scope, address,
                      arith.andi(pred, arith.xori(positive, true)), bits)
     return arith.bitcast(elem, arith.select(positive, signed, unsigned))
 
@@ -117,8 +117,8 @@ def _updater(self, op, base):
 
     def update(off, v, m, cmp=None):
         if kind in ("max", "min") and isinstance(elem, ir.FloatType):
-            return _float_extremum(self, kind, elem, sem, scope, address(off), m, v)
-        return _atom(self, kind, elem, sem, scope, address(off), m, v, cmp)
+            return _float_extremum(kind, elem, sem, scope, address(off), m, v)
+        return _atom(kind, elem, sem, scope, address(off), m, v, cmp)
 
     return update
 

@@ -262,6 +262,16 @@ def _verify_print(op):
         return f"cannot print a value of type {t}"
 
 
+@define("assert_fail", operands=[], attributes=["message"])
+def assert_fail(message: str, *, loc=None, ip=None) -> ir.Operation:
+    """A failed `device_assert`, under the `scf.if` that tests it: `message` printed with the
+    program id, then the CPU launcher raises (a GPU traps).
+
+    "tile.assert_fail"() {message = "k.py:12: device_assert failed: x > 0"} : () -> ()
+    """
+    return create("assert_fail", [], [], {"message": ir.StringAttr.get(message)}, loc=loc, ip=ip)
+
+
 @define("print", operands=[("value", "any")], attributes=["prefix"], verify=_verify_print)
 def print_(value, prefix: str, *, loc=None, ip=None) -> ir.Operation:
     """Print every element of a tile (or a scalar) with its program id and index, after

@@ -283,8 +283,19 @@ def _gather(src, index, axis):
 
 
 @emitter("cast")
-def _cast(x, dtype):
-    return semantics.cast(_tile(x, "cast's operand"), _dtype(dtype))
+def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
+    """A conversion of values (Triton's `tl.cast`, `x.to`, `x.cast`), or with `bitcast=True`
+    the same bits read as `dtype` (of the same width)."""
+    x, dt = _tile(x, "cast's operand"), _dtype(dtype)
+    if not bitcast:
+        return semantics.cast(x, dt, fp_downcast_rounding)
+    if x.dtype.bits != dt.bits or int1 in (x.dtype, dt):
+        raise SemanticError(f"bitcast needs types of one width (not bool), got {x.dtype!r} ({x.dtype.bits} bits) and "
+                            f"{dt!r} ({dt.bits} bits)")
+    if x.dtype == dt:
+        return x
+    ty = ir.RankedTensorType.get(x.shape, dt.to_mlir()) if x.shape else dt.to_mlir()
+    return Tile(arith.bitcast(ty, x.value))
 
 
 @emitter("dot")
@@ -336,8 +347,8 @@ TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "mi
 
 
 def tile_method(t: Tile, name: str):
-    if name == "to":
-        return lambda dtype, fp_downcast_rounding=None: semantics.cast(t, _dtype(dtype), fp_downcast_rounding)
+    if name in ("to", "cast"):  # (Triton spells both)
+        return lambda dtype, fp_downcast_rounding=None, bitcast=False: _cast(t, dtype, fp_downcast_rounding, bitcast)
     if name == "shape":
         return tuple(t.shape)
     if name == "dtype":
@@ -346,8 +357,10 @@ def tile_method(t: Tile, name: str):
         return EMITTERS["trans"](t)
     if name in TILE_METHODS:  # x.sum(1) is tile.sum(x, 1), as Triton's tensor methods
         return lambda *args, **kwargs: EMITTERS[name](t, *args, **kwargs)
-    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .T, .shape, .dtype and "
+    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .cast(dtype), .T, .shape, .dtype and "
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
 
 
-from . import atomics, descriptors, hints, math_functions, memory_hints, random, reductions, shape_builtins  # noqa: E402,F401,E501
+# (they register their emitters)
+from . import (atomics, descriptors, device_assert, hints, math_functions, memory_hints, python_builtins,  # noqa: E402,F401
+               random, reductions, shape_builtins)

@@ -8,6 +8,7 @@ that cannot be carried (a dtype, a tuple) is an error where it would change.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from lark import Tree
 from mlir import ir
@@ -34,13 +35,14 @@ class ControlFlow:
         branches = [(cond, then_suite)] + [(e.children[0], e.children[1]) for e in (elifs.children if elifs else [])]
         self.if_chain(node, branches, else_suite)
 
-    def if_chain(self, node, branches, else_suite):
+    def if_chain(self, node, branches, else_suite, cond=None):
+        """`if`/`elif`/`else` from branches[0] on (`cond`: its condition, already evaluated)."""
         if not branches:
             if else_suite is not None:
                 self.suite(else_suite)
             return
         (cond_node, body), rest = branches[0], branches[1:]
-        cond = self.expr(cond_node)
+        cond = self.expr(cond_node) if cond is None else cond
         if not is_runtime(cond):  # compile-time condition: emit one branch only
             if cond:
                 self.suite(body)
@@ -132,21 +134,56 @@ class ControlFlow:
             raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
         self.runtime_loop(node, _name(target), start, stop, step, body, stages)
 
-    def loop_names(self, node, body, var=None) -> list[str]:
+    def loop_names(self, node, body, var=None) -> tuple[list[str], dict]:
         """The names a run-time loop's body assigns that it carries (run-time values; a tensor
-        argument walked as a pointer); a Python number reassigned there is an error."""
+        argument walked as a pointer), and the Python numbers among them: each becomes a
+        run-time scalar (`_Number`), as a Triton assignment makes it a tensor, so that
+        `acc = 0` then `acc += tile.sum(x)` is carried."""
+        numbers = {}
         for name in _assigned_names([body]):
             old = self.scope.get(name)
             if isinstance(old, (int, float)) and not isinstance(old, bool) and name != var:
-                # A Python number reassigned in a run-time loop would silently stay constant.
-                raise self.error(node, f"variable '{name}' holds the compile-time value {old!r} but is reassigned inside a "
-                                 "run-time loop; give it a run-time initial value (e.g. tile.zeros or tile.full)")
+                numbers[name] = old
+                self.scope[name] = _Number(semantics.literal(old).value, old)
             if isinstance(old, TensorArg) and name != var:  # a pointer walked through the loop: p = p + BLOCK
                 self.scope[name] = Pointer(old, 0)
-        return [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var]
+        return [n for n in _assigned_names([body]) if is_runtime(self.scope.get(n)) and n != var], numbers
+
+    def retyping(self, numbers: dict, build):
+        """build(made) emits a loop (its op first in `made`, and returned); a Python number in
+        `numbers` whose type the body changes (`acc = 0`, then `acc += tile.sum(x)` with a float
+        x) starts it again with the number of the body's type, which the loop then carries
+        (Triton 3.9 raises there). A number the loop leaves unchanged is a Python number after
+        it, as before it."""
+        depth, saved, outer = self.runtime_depth, dict(self.scope), self.retypable
+        self.retypable = outer | set(numbers)
+        try:
+            for _ in range(4 * len(numbers) + 1):
+                made = []
+                try:
+                    op = build(made)
+                    break
+                except _Retype as r:
+                    if r.name not in numbers:
+                        raise
+                    made[0].operation.erase()
+                    self.runtime_depth = depth
+                    self.scope.clear()
+                    self.scope.update(saved)
+                    number = numbers[r.name]
+                    saved[r.name] = self.scope[r.name] = _Number(semantics.constant(number, r.dtype).value, number)
+            else:
+                raise TileError("the types of the numbers this loop changes do not settle")
+        finally:
+            self.retypable = outer
+        for n, number in numbers.items():  # (unchanged: `_Number.kept`)
+            if saved[n].kept:
+                self.scope[n] = number
+        return op
 
     def loop_body(self, node, body, before, carried, var=None):
         """Emit a loop's body at the insertion point and yield what it carries."""
+        entry = {n: self.scope.get(n) for n in carried}
         self.runtime_depth += 1
         self.suite(body)
         self.runtime_depth -= 1
@@ -154,13 +191,17 @@ class ControlFlow:
             if n in before and n not in carried and n != var and not _same(self.scope.get(n, _UNSET), before[n]):
                 raise self.error(node, f"'{n}' holds {_describe(before[n])} but is reassigned inside a run-time loop: "
                                        "only run-time values (tiles, scalars, pointers) can change from one iteration to the next")
-        scf.YieldOp([x for n in carried for x in self.carry_value(node, n, before[n])])
+        yields = [x for n in carried for x in self.carry_value(node, n, before[n])]
+        for n in carried:
+            if isinstance(before[n], _Number) and self.scope.get(n) is entry[n]:
+                before[n].kept = True
+        scf.YieldOp(yields)
 
     def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
         for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
             if not (isinstance(b, int) or isinstance(b, Tile) and b.is_scalar and not b.dtype.is_float):
                 raise self.error(node, f"range's bounds must be ints or int scalars, got {_describe(b, runtime=True)}")
-        carried = self.loop_names(node, body, var)
+        carried, numbers = self.loop_names(node, body, var)
         if step == 0 and not isinstance(step, Tile):  # scf.for would never end
             raise self.error(node, "range's step must not be zero")
         # scf.for counts up by a positive step: a negative one, or a run-time one that may be (a
@@ -173,16 +214,22 @@ class ControlFlow:
         bounds = [b if isinstance(b, Tile) else semantics.literal(b) for b in (start, stop, step)]
         ity = dtypes.int64 if any(b.dtype == dtypes.int64 for b in bounds) else dtypes.int32
         lo, hi, st = (semantics.cast(b, ity).value for b in bounds)
-        before = dict(self.scope)
-        op = scf.ForOp(lo, hi, st, [x for n in carried for x in _carry_values(self.scope[n])])
-        if num_stages is not None:  # read by tile-pipeline
-            op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
-        with ir.InsertionPoint(op.body):
-            iv = Tile(op.induction_variable)
-            self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
-            self.bind_carried(before, carried, op.inner_iter_args)
-            self.loop_body(node, body, before, carried, var)
-        self.bind_carried(before, carried, op.results, restore=True)
+
+        def build(made):
+            before = dict(self.scope)
+            op = scf.ForOp(lo, hi, st, [x for n in carried for x in _carry_values(self.scope[n])])
+            made.append(op)
+            if num_stages is not None:  # read by tile-pipeline
+                op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
+            with ir.InsertionPoint(op.body):
+                iv = Tile(op.induction_variable)
+                self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
+                self.bind_carried(before, carried, op.inner_iter_args)
+                self.loop_body(node, body, before, carried, var)
+            self.bind_carried(before, carried, op.results, restore=True)
+            return op
+
+        self.retyping(numbers, build)
 
     def stmt_while_stmt(self, node):
         """`while cond:` on a run-time scalar: an scf.while whose first region evaluates the
@@ -200,24 +247,26 @@ class ControlFlow:
             if first:  # (it could only end by a break, which the language does not have)
                 raise self.error(cond_node, "a while loop's condition must be a run-time value: this one never changes")
             return
-        for name in _assigned_names([body]):  # i = 0; while i < n: i += 1 -- i is a run-time scalar
-            old = self.scope.get(name)
-            if isinstance(old, (int, float)) and not isinstance(old, bool):
-                self.scope[name] = semantics.literal(old)
-        carried = self.loop_names(node, body)
-        before = dict(self.scope)
-        inits = [x for n in carried for x in _carry_values(self.scope[n])]
-        op = scf.WhileOp([v.type for v in inits], inits)
-        test = op.before.blocks.append(*[v.type for v in inits])
-        step = op.after.blocks.append(*[v.type for v in inits])
-        with ir.InsertionPoint(test):
-            self.bind_carried(before, carried, test.arguments)
-            cond = self.runtime_condition(cond_node, self.expr(cond_node))
-            scf.ConditionOp(cond.value, list(test.arguments))
-        with ir.InsertionPoint(step):
-            self.bind_carried(before, carried, step.arguments, restore=True)
-            self.loop_body(node, body, before, carried)
-        self.bind_carried(before, carried, op.results, restore=True)
+        carried, numbers = self.loop_names(node, body)  # (i = 0; while i < n: i += 1 -- i is a run-time scalar)
+
+        def build(made):
+            before = dict(self.scope)
+            inits = [x for n in carried for x in _carry_values(self.scope[n])]
+            op = scf.WhileOp([v.type for v in inits], inits)
+            made.append(op)
+            test = op.before.blocks.append(*[v.type for v in inits])
+            step = op.after.blocks.append(*[v.type for v in inits])
+            with ir.InsertionPoint(test):
+                self.bind_carried(before, carried, test.arguments)
+                cond = self.runtime_condition(cond_node, self.expr(cond_node))
+                scf.ConditionOp(cond.value, list(test.arguments))
+            with ir.InsertionPoint(step):
+                self.bind_carried(before, carried, step.arguments, restore=True)
+                self.loop_body(node, body, before, carried)
+            self.bind_carried(before, carried, op.results, restore=True)
+            return op
+
+        self.retyping(numbers, build)
 
     def bind_carried(self, before, carried, values, restore=False):
         """Bind the carried names to a loop's block arguments or results (`restore`: the scope
@@ -251,6 +300,8 @@ class ControlFlow:
         new_v = _carry_values(new)
         # As in Triton: a carried value keeps its type (a silent cast back would truncate).
         if isinstance(old, Tile) and isinstance(new, Tile) and new.type != old.type:
+            if isinstance(old, _Number) and name in self.retypable and new.is_scalar:
+                raise _Retype(name, new.dtype)
             if new.shape == old.shape:
                 where = ("before this loop", "inside it") if node.data in ("for_stmt", "while_stmt") else ("on one path of this if", "on another")
                 raise self.error(node, f"'{name}' is {old.dtype!r} {where[0]} but {new.dtype!r} {where[1]}: convert it "
@@ -322,7 +373,30 @@ def _uncarry(old, values):
     if isinstance(old, Aggregate):
         return old.rebuilt([next(values) for _ in old.carried()])
     value = next(values)
+    if isinstance(old, _Number):  # (an inner loop or if that changes its type restarts the loop it came from)
+        return _Number(value, old.number)
     return Pointer(old.base, Tile(value)) if isinstance(old, Pointer) else Tile(value)
+
+
+@dataclass
+class _Number(Tile):
+    """A run-time scalar made of a Python number a loop reassigns (`acc = 0`); `kept`: the
+    loop left it unchanged."""
+
+    number: float = 0
+    kept: bool = False
+
+
+class Restart(Exception):
+    """Emission starts again from an enclosing construct (the emitter lets it through)."""
+
+
+class _Retype(Restart):
+    """A `_Number` is `dtype` inside the loop that made it: `retyping` starts the loop again."""
+
+    def __init__(self, name, dtype):
+        super().__init__(name)
+        self.name, self.dtype = name, dtype
 
 
 MAX_UNROLLED = 4096  # iterations of a static_range

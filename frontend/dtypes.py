@@ -20,6 +20,35 @@ class dtype:
 
         return ir.Type.parse(self.mlir)
 
+    # Triton's dtype queries, as kernels use them on compile-time dtypes (`x.dtype.is_floating()`)
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+    def is_floating(self) -> bool:
+        return self.is_float
+
+    def is_int(self) -> bool:
+        return not self.is_float
+
+    def is_bool(self) -> bool:
+        return self.bits == 1
+
+    def is_fp8(self) -> bool:
+        return self.is_float and self.bits == 8
+
+    def is_fp16(self) -> bool:
+        return self.name == "float16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bfloat16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "float32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "float64"
+
 
 float32 = dtype("float32", "f32", 32, True)
 float16 = dtype("float16", "f16", 16, True)
@@ -27,6 +56,7 @@ bfloat16 = dtype("bfloat16", "bf16", 16, True)
 float64 = dtype("float64", "f64", 64, True)
 int32 = dtype("int32", "i32", 32, False)
 int64 = dtype("int64", "i64", 64, False)
+int16 = dtype("int16", "i16", 16, False)
 int8 = dtype("int8", "i8", 8, False)
 int1 = dtype("int1", "i1", 1, False)
 # Not computed on: loaded and converted up with `.to()` (`cvt.rn.f16x2.e4m3x2` on a GPU), or converted
@@ -34,9 +64,21 @@ int1 = dtype("int1", "i1", 1, False)
 float8e4m3 = dtype("float8e4m3", "f8E4M3FN", 8, True)
 float8e5m2 = dtype("float8e5m2", "f8E5M2", 8, True)
 FLOAT8 = (float8e4m3, float8e5m2)
+float8e4nv, float8e5 = float8e4m3, float8e5m2  # (Triton's names)
 
-ALL = (float32, float16, bfloat16, float64, int32, int64, int8, int1, float8e4m3, float8e5m2)
+ALL = (float32, float16, bfloat16, float64, int32, int64, int16, int8, int1, float8e4m3, float8e5m2)
 BY_MLIR = {d.mlir: d for d in ALL}
+
+
+@dataclass(frozen=True)
+class pointer_type:
+    """The type of a pointer (Triton's `tl.pointer_type`): `x.dtype` of a tensor argument or of
+    `x + offsets`; `x.dtype.element_ty` is its element dtype."""
+
+    element_ty: dtype
+
+    def __repr__(self) -> str:
+        return f"tile.pointer_type({self.element_ty!r})"
 
 
 def from_mlir(ty) -> dtype:
@@ -52,6 +94,7 @@ def from_torch(t) -> dtype | None:
         "torch.float64": float64,
         "torch.int32": int32,
         "torch.int64": int64,
+        "torch.int16": int16,
         "torch.int8": int8,
         "torch.bool": int1,
         "torch.float8_e4m3fn": float8e4m3,

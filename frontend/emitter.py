@@ -13,7 +13,10 @@ from lark import Tree
 from mlir import ir
 from mlir.dialects import func, scf
 
-from .control_flow import ControlFlow
+from . import device_assert
+from .builtins import EMITTERS
+from .constexpr import unwrap
+from .control_flow import ControlFlow, Restart
 from .descriptors import host_descriptors
 from .errors import CompilationError, TileError
 from .expressions import _UNSUPPORTED, Expressions, _name, is_runtime
@@ -33,6 +36,7 @@ class FunctionEmitter(ControlFlow, Expressions):
         self.parsed, self.globals, self.scope = parsed, globals_, scope
         self.returned = None
         self.runtime_depth = 0  # run-time ifs and loops around the statement being emitted
+        self.retypable = frozenset()  # names of Python numbers a loop around may retype (`ControlFlow.retyping`)
 
     def inline_helper(self, helper, args, kwargs):
         return inline_helper(helper, args, kwargs)
@@ -61,28 +65,45 @@ class FunctionEmitter(ControlFlow, Expressions):
         return`) runs the rest of the kernel only when cond is false:
 
             if c: A; return  +  REST   ->   if c: A  else: REST
+
+        An `if` on a compile-time condition is replaced by the branch it takes, whose
+        statements are then top-level ones too (`if HAS_X: ... if pid >= n: return`).
         """
-        for i, stmt in enumerate(stmts):
-            early = _early_return(stmt)
-            cond = self.expr(stmt.children[0]) if early else None
-            if not is_runtime(cond):
-                if early and not cond:
-                    continue  # a compile-time false condition: never returns
+        stmts = list(stmts)
+        while stmts:
+            stmt, stmts = stmts[0], stmts[1:]
+            if not (isinstance(stmt, Tree) and stmt.data == "if_stmt"):
                 self.statement(stmt)
                 continue
-            cond = self.runtime_condition(stmt.children[0], cond)
+            cond_node, body, elifs, else_suite = stmt.children
+            branches = [(cond_node, body)] + [(e.children[0], e.children[1]) for e in (elifs.children if elifs else [])]
+            taken, cond = else_suite, None
+            for i, (c, b) in enumerate(branches):
+                cond = self.guarded(c, lambda c=c: self.expr(c))
+                if is_runtime(cond):
+                    break
+                if cond:
+                    taken = b
+                    break
+            if not is_runtime(cond):
+                stmts = _statements(taken) + stmts
+                continue
+            if i < len(branches) - 1 or else_suite is not None or not _ends_in_return(branches[i][1]):
+                self.guarded(stmt, lambda: self.if_chain(stmt, branches[i:], else_suite, cond))
+                continue
+            cond = self.guarded(c, lambda: self.runtime_condition(c, cond))
             before = dict(self.scope)
             op = scf.IfOp(cond.value, [], has_else=True)
             with ir.InsertionPoint(op.then_block):
                 self.runtime_depth += 1
-                self.suite_of(stmt.children[1].children[:-1])
+                self.suite_of(branches[i][1].children[:-1])
                 self.runtime_depth -= 1
                 scf.YieldOp([])
             self.scope.clear()
             self.scope.update(before)
             with ir.InsertionPoint(op.else_block):
                 try:
-                    self.kernel_body(stmts[i + 1:])
+                    self.kernel_body(stmts)
                 finally:  # (a later `return` ends the rest too: its block still needs the yield)
                     scf.YieldOp([])
             return
@@ -99,14 +120,18 @@ class FunctionEmitter(ControlFlow, Expressions):
         handler = getattr(self, "stmt_" + node.data, None)
         if handler is None:
             raise self.error(node, f"unsupported Python construct: {node.data.replace('_', ' ')}")
+        self.guarded(node, lambda: handler(node))
+
+    def guarded(self, node, emit):
+        """emit() at node's location, its errors raised at node's line."""
         try:
             with self.location(node):
-                handler(node)
+                return emit()
         except CompilationError:
             raise
         except TileError as e:
             raise self.error(node, str(e)) from None
-        except _Return:
+        except (_Return, Restart):
             raise
         except Exception as e:  # Python's own error on a value (a str constexpr used as a number): at its line
             raise self.error(node, f"{type(e).__name__}: {e}") from None
@@ -120,9 +145,10 @@ class FunctionEmitter(ControlFlow, Expressions):
     def stmt_assert_stmt(self, node):
         """`assert BLOCK % 16 == 0, "..."` checks compile-time values as the kernel compiles."""
         cond = self.expr(node.children[0])
-        if is_runtime(cond):
-            raise self.error(node, "assert needs a compile-time condition (constexprs); a run-time value is not known "
-                                   "until the kernel runs")
+        if is_runtime(cond):  # (as Triton: a device_assert)
+            message = node.children[1]
+            EMITTERS["device_assert"](cond, "" if message is None else str(self.expr(message)))
+            return
         if not cond:
             message = node.children[1]
             raise self.error(node, "assertion failed" + (f": {self.expr(message)}" if message is not None else ""))
@@ -170,16 +196,17 @@ class FunctionEmitter(ControlFlow, Expressions):
         self.returned = None if value is None else self.expr(value)
         raise _Return()
 
-def _early_return(stmt) -> bool:
-    """`if cond: ...; return` (no value, no elif or else)."""
-    if not (isinstance(stmt, Tree) and stmt.data == "if_stmt"):
-        return False
-    elifs, orelse = stmt.children[2], stmt.children[3]
-    if (elifs is not None and elifs.children) or orelse is not None:
-        return False
-    body = stmt.children[1]
-    last = body.children[-1] if isinstance(body, Tree) and body.data == "suite" else body
-    return isinstance(last, Tree) and last.data == "return_stmt" and last.children[0] is None and body.data == "suite"
+def _statements(suite) -> list:
+    """The statements of a branch (a suite, one simple statement, or None: none)."""
+    if suite is None:
+        return []
+    return list(suite.children) if isinstance(suite, Tree) and suite.data == "suite" else [suite]
+
+
+def _ends_in_return(body) -> bool:
+    """A suite whose last statement is a bare `return`."""
+    last = body.children[-1] if isinstance(body, Tree) and body.data == "suite" else None
+    return isinstance(last, Tree) and last.data == "return_stmt" and last.children[0] is None
 
 
 _INLINE_DEPTH = [0]  # helpers being inlined, one inside another
@@ -205,7 +232,8 @@ def _inline(helper, args, kwargs):
     except TypeError as e:
         raise TileError(f"{helper.__name__}(): {e}") from None
     bound.apply_defaults()
-    inner = FunctionEmitter(parsed, namespace(helper.fn), dict(bound.arguments))
+    # (a default may be a module's `tile.constexpr(...)`: its value, as everywhere in a kernel)
+    inner = FunctionEmitter(parsed, namespace(helper.fn), {k: unwrap(v) for k, v in bound.arguments.items()})
     body = parsed.tree.children[-1]
     try:
         inner.suite_of(body.children if body.data == "suite" else [body])
@@ -214,13 +242,21 @@ def _inline(helper, args, kwargs):
     return None
 
 
-def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:
-    """Build `func.func @name` for one specialization.
+def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list, asserts: bool = True) -> ir.Module:
+    """Build `func.func @name` for one specialization (`asserts`: device_assert checks, else none).
 
     `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank) or (dtype, rank, "wide"),
     "scalar" with a dtype, "one" (an int argument equal to 1: still passed, but
     folded as the constant 1, as Triton specializes), or "constexpr" with the Python value.
     """
+    token = device_assert.ENABLED.set(asserts)
+    try:
+        return _emit_kernel(parsed, globals_, name, signature)
+    finally:
+        device_assert.ENABLED.reset(token)
+
+
+def _emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:
     module = ir.Module.create(loc=ir.Location.file(parsed.filename, parsed.first_line, 1))
     arg_types, scope = [], {}
     for pname, kind, detail in signature:

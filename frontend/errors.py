@@ -31,6 +31,10 @@ class LaunchError(TileError):
     """Bad launch: wrong arguments, dtypes, devices or strides; names the argument."""
 
 
+class DeviceAssertionError(TileError, AssertionError):
+    """A `device_assert` (or `assert` on a run-time value) failed while the kernel ran."""
+
+
 class DeviceUnavailableError(TileError):
     """The kernel was compiled, but there is no device here to run it on."""
 

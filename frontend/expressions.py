@@ -17,6 +17,8 @@ from lark import Token, Tree
 
 from . import dtypes, semantics
 from .builtins import EMITTERS, tensor_method, tile_method
+from .constexpr import unwrap
+from .python_builtins import KERNEL_BUILTINS, KernelBuiltin, not_yet
 from .errors import CompilationError, TileError
 from .values import Aggregate, Pointer, TensorArg, Tile
 
@@ -28,7 +30,7 @@ _PY_OPS = {
 }
 _PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a, b: a in b,
                    "not in": lambda a, b: a not in b}
-_SAFE_PY_BUILTINS = {"min": py.min, "max": py.max, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
+_SAFE_PY_BUILTINS = {**KERNEL_BUILTINS, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
 _UNSUPPORTED = {
     "try_stmt": "try statements", "with_stmt": "with statements",
     "lambdef": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
@@ -66,8 +68,8 @@ class Expressions:
         name = _name(node)
         if name in self.scope:
             return self.scope[name]
-        if name in self.globals:
-            return self.globals[name]
+        if name in self.globals:  # (a module's `BLOCK = tile.constexpr(64)`: its value)
+            return unwrap(self.globals[name])
         if name in _SAFE_PY_BUILTINS or name == "range":
             return _SAFE_PY_BUILTINS.get(name, range)
         raise self.error(node, f"name '{name}' is not defined")
@@ -257,6 +259,8 @@ class Expressions:
 
     def expr_getattr(self, node):
         obj, name = self.expr(node.children[0]), _name(node.children[1])
+        if isinstance(obj, (TensorArg, Pointer)) and name == "dtype":  # (Triton's `x_ptr.dtype.element_ty`)
+            return dtypes.pointer_type((obj if isinstance(obj, TensorArg) else obj.base).dtype)
         if isinstance(obj, TensorArg):
             return tensor_method(obj, name)
         if isinstance(obj, Tile):
@@ -267,8 +271,10 @@ class Expressions:
             except AttributeError:
                 raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
         try:
-            return getattr(obj, name)
+            return unwrap(getattr(obj, name))
         except AttributeError:
+            if getattr(obj, "__name__", None) == "tile" and not_yet(name):  # (tile.cumsum: Triton's, not ours yet)
+                raise self.error(node, not_yet(name)) from None
             raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
 
     def expr_getitem(self, node):
@@ -308,6 +314,8 @@ class Expressions:
         callee = self.expr(node.children[0])
         args, kwargs = self.arguments(node.children[1] if len(node.children) > 1 else None)
         name = getattr(callee, "tile_builtin", None)
+        if isinstance(callee, KernelBuiltin):  # min, max, isinstance, print: Triton's meanings
+            return self.call_emitter(node, callee.__name__, callee.kernel_builtin, args, kwargs)
         if name is not None:
             return self.call_emitter(node, f"tile.{name}", EMITTERS[name], args, kwargs)
         helper = getattr(callee, "tile_helper", None)
@@ -316,12 +324,14 @@ class Expressions:
         compile_time = not any(is_runtime(a) or isinstance(a, TensorArg) for a in [*args, *kwargs.values()])
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
+        if isinstance(getattr(callee, "__self__", None), dtypes.dtype) and compile_time:  # x.dtype.is_floating()
+            return callee(*args, **kwargs)
         if callable(callee) and (getattr(callee, "tile_method", False) or getattr(callee, "__self__", None) is None
                                  and callee.__module__ == "tile.frontend.builtins"):
             method = _method_name(node.children[0])  # bound tile methods such as x.to / x.stride
             return self.call_emitter(node, method, callee, args, kwargs)
         raise self.error(node, f"cannot call {getattr(callee, '__name__', callee)!r} in a kernel: only tile builtins, "
-                         "@tile.func helpers and min/max/abs/int/float/len on compile-time values")
+                         "@tile.func helpers, min/max/print and abs/int/float/len on compile-time values")
 
     def call_emitter(self, node, shown: str, emit, args, kwargs):
         try:

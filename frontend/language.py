@@ -8,16 +8,10 @@ by these functions.
 
 from __future__ import annotations
 
-from .dtypes import bfloat16, float8e4m3, float8e5m2, float16, float32, float64, int1, int8, int32, int64  # noqa: F401
+from .dtypes import (bfloat16, float8e4m3, float8e4nv, float8e5, float8e5m2, float16, float32, float64, int1, int8,  # noqa: F401
+                     int16, int32, int64, pointer_type)
+from .constexpr import constexpr  # noqa: F401
 from .errors import TileError
-
-
-class constexpr:
-    """Annotation for a compile-time parameter: `BLOCK: tile.constexpr`.
-
-    Its value is part of the kernel's specialization key; code under it is
-    folded at compile time (`if BLOCK > 64:` picks a branch, not a run-time test).
-    """
 
 
 def _builtin(fn):
@@ -177,6 +171,13 @@ def static_assert(condition, message=""):
 def device_print(prefix, *values):
     """Print each element of each value (a tile or a scalar) with its program id and index
     when the kernel runs: `pid (0, 0, 0) idx (3) x: 0.250000` (Triton's `device_print`)."""
+
+
+@_builtin
+def device_assert(cond, msg="", mask=None):
+    """Check `cond` in every element (where `mask` holds) when the kernel runs: on the CPU
+    target a failure raises `tile.DeviceAssertionError` after the launch; on a GPU it is
+    checked with TILE_DEBUG=1 (or `@tile.jit(debug=True)`), as Triton's with TRITON_DEBUG."""
 
 
 @_builtin
@@ -356,8 +357,9 @@ def gather(src, index, axis):
 
 
 @_builtin
-def cast(x, dtype):
-    """Convert to `dtype` (also written `x.to(dtype)`)."""
+def cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
+    """Convert to `dtype` (also written `x.to(dtype)` and `x.cast(dtype)`); with
+    `bitcast=True`, the same bits read as `dtype`, of the same width."""
 
 
 @_builtin

@@ -18,7 +18,8 @@ import textwrap
 import types
 from collections import ChainMap
 
-from .dtypes import dtype
+from .constexpr import constexpr
+from .dtypes import dtype, pointer_type
 from .errors import source_of
 
 
@@ -38,8 +39,10 @@ def namespace(fn) -> ChainMap:
 
 def is_constant(v) -> bool:
     """A value the frontend folds into the code it emits."""
-    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), dtype)):
+    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), dtype, pointer_type)):
         return True
+    if isinstance(v, constexpr):
+        return is_constant(v.value)
     if type(v).__module__ == "torch" and type(v).__name__ == "dtype":
         return True
     if isinstance(v, (tuple, list, frozenset)):

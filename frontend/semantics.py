@@ -65,6 +65,9 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
         return _float_for(value, other) if other is not None and other.is_float else float32
+    if value is None:  # (a tensor argument passed as None: Triton's optional pointer)
+        raise SemanticError("cannot use None in a tile expression (an argument passed as None is a compile-time None: "
+                            "guard its uses with `if X is not None:`)")
     raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
 
 

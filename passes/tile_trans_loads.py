@@ -75,6 +75,8 @@ def rewrite(trans) -> None:
     with ir.InsertionPoint(load), trans.location:
         offsets, mask, other = (transposed(v, perm, memo) for v in list(load.operands)[1:])
         loaded = tile_ops.load(load.operands[0], offsets, mask, other)
+    for name in load.attributes:  # (its cache hints)
+        loaded.owner.attributes[name] = load.attributes[name]
     trans.results[0].replace_all_uses_with(loaded)
     trans.erase()
     load.erase()

@@ -10,8 +10,12 @@ import ctypes
 import functools
 import threading
 
+from ..frontend.errors import DeviceAssertionError
 from .arguments import CTYPES, check_values
 from .cpu_float_runtime import add_float_runtime
+
+
+_ASSERT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
 
 
 @functools.cache
@@ -32,6 +36,8 @@ class CpuLauncher:
         self.metadata, self.name = metadata, metadata["name"]
         self._llvm_mlir = llvm_mlir
         self._engine = None  # JIT-compiled on the first launch: autotune loads many configs and runs few
+        self._failed = []
+        self._on_failure = _ASSERT_CALLBACK(lambda message, x, y, z: self._failed.append((message, (x, y, z))))
         self._args = metadata["args"]
         self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
 
@@ -49,6 +55,8 @@ class CpuLauncher:
             module = ir.Module.parse(self._llvm_mlir)
             add_float_runtime(module, self._llvm_mlir)
             engine = ExecutionEngine(module, opt_level=2)
+        # device_assert's failures: recorded by the kernel's call, raised when the launch returns
+        engine.register_runtime("tile_assert_fail", self._on_failure)
         self._ctx, self._engine = ctx, engine
         return engine
 
@@ -76,3 +84,8 @@ class CpuLauncher:
             keep.append(c)
             packed.append(ctypes.pointer(c))
         (self._engine or self.engine()).invoke(self.name, *packed)
+        if self._failed:
+            (message, pid), count = self._failed[0], len(self._failed)
+            self._failed.clear()
+            more = f" (and in {count - 1} other program(s))" if count > 1 else ""
+            raise DeviceAssertionError(f"{message.decode(errors='replace')} in program {pid}{more}")

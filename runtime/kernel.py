@@ -23,11 +23,12 @@ import os
 
 from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
-from ..frontend.language import constexpr
+from ..frontend.constexpr import constexpr, unwrap
 from ..frontend.names import captured, described
 from ..frontend.tensor_descriptor import is_descriptor
 from . import cache, host_descriptors
-from .launch_binder import OPTION_NAMES, FastLaunch, disjoint, exact_grid, holds_nan, is_tensor, normal_grid, read_env, wide
+from .launch_binder import (OPTION_NAMES, FastLaunch, disjoint, exact_grid, flag_on, holds_nan, is_tensor, normal_grid,
+                            read_env, wide)
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
@@ -51,6 +52,24 @@ def kernel(fn=None, **options):
     return Kernel(fn, **options)
 
 
+# Triton's @jit options that change no result here: accepted by `jit` and dropped
+_TRITON_ONLY_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline", "repr", "launch_metadata",
+                        "version", "debug")  # (debug: device_assert on a GPU, `Kernel.debug`)
+
+
+def jit(fn=None, **options):
+    """`@tile.jit`: Triton's spelling of `@tile.kernel`. As every kernel, it is launched with
+    `f[grid](...)` and inlined where another kernel calls it (Triton's @jit functions call
+    one another); Triton's options that change no result (`do_not_specialize`, `noinline`,
+    ...) are accepted."""
+    def make(f):
+        k = kernel(f, **{key: v for key, v in options.items() if key not in _TRITON_ONLY_OPTIONS})
+        k.debug = bool(options.get("debug"))
+        return k
+
+    return make if fn is None else make(fn)
+
+
 def checked_options(options: dict) -> dict:
     """num_warps a power of two from 1 to 32 (a block of at most 1024 threads), num_stages
     an int of at least 1; ints, not floats or bools."""
@@ -69,6 +88,7 @@ class Kernel(FastLaunch):
             raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
         fn = checked_function(fn, "kernel", varargs=False)
         self.fn, self.name = fn, fn.__name__
+        self.debug = False  # device_assert checked on a GPU too (@tile.jit(debug=True); TILE_DEBUG=1 for all)
         self.options = checked_options({**DEFAULT_OPTIONS, **options})
         self.params = list(inspect.signature(fn).parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr(p.annotation)}
@@ -92,6 +112,13 @@ class Kernel(FastLaunch):
 
     def __repr__(self):
         return f"<tile.kernel {self.name}>"
+
+    @functools.cached_property
+    def tile_helper(self):
+        """The kernel as a `@tile.func`: called from a kernel, it is inlined there."""
+        from ..frontend.helper import Helper
+
+        return Helper(self.fn)
 
     def __call__(self, *args, **kwargs):
         raise TileError(f"launch a kernel with a grid: {self.name}[grid](...)")
@@ -117,8 +144,9 @@ class Kernel(FastLaunch):
 
     # ---- binding and specialization ---------------------------------------------
     def bind(self, args, kwargs) -> tuple[list, dict]:
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in DEFAULT_OPTIONS}
         names = [p.name for p in self.params]
+        # A launch option is the kernel's parameter too where it has one of that name (as Triton binds both)
+        options = {k: unwrap(kwargs[k] if k in names else kwargs.pop(k)) for k in list(kwargs) if k in DEFAULT_OPTIONS}
         if len(args) > len(names):
             raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
         values = dict(zip(names, args))
@@ -134,14 +162,19 @@ class Kernel(FastLaunch):
         missing = [n for n in names if n not in values]
         if missing:
             kind = "constexpr" if all(m in self.constexprs for m in missing) else "argument"
-            raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}")
-        return [values[n] for n in names], checked_options({**self.options, **options}) if options else self.options
+            options_too = [m for m in missing if m in DEFAULT_OPTIONS]
+            hint = f" ({' and '.join(options_too)}: a launch option and a parameter of this kernel; pass it by keyword, " \
+                   f"{options_too[0]}=..., and both take it)" if options_too else ""
+            raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}{hint}")
+        return [unwrap(values[n]) for n in names], checked_options({**self.options, **options}) if options else self.options
 
     def signature(self, values) -> list[tuple]:
         """(name, kind, detail) per parameter: the specialization, in compiler form."""
         sig = []
         for p, v in zip(self.params, values):
-            if p.name in self.constexprs:
+            if v is None and p.name not in self.constexprs:  # Triton's optional pointer: `if W is not None:` folds
+                sig.append((p.name, "constexpr", None))
+            elif p.name in self.constexprs:
                 if is_tensor(v):
                     raise LaunchError(f"argument '{p.name}' is a constexpr and cannot be a tensor")
                 try:
@@ -170,6 +203,14 @@ class Kernel(FastLaunch):
             else:
                 raise LaunchError(f"argument '{p.name}' has type {type(v).__name__}; kernels take torch tensors, ints, floats and bools")
         return sig
+
+    def runtime_values(self, values) -> tuple[list, list[str]]:
+        """The values the compiled kernel takes, and their names: not the constexprs, nor a
+        None (specialized as a compile-time None)."""
+        if not any(v is None for v in values):
+            return [v for is_const, v in zip(self._is_const, values) if not is_const], self._runtime_names
+        kept = [(v, p.name) for is_const, v, p in zip(self._is_const, values, self.params) if not is_const and v is not None]
+        return [v for v, _ in kept], [n for _, n in kept]
 
     def target_for(self, values) -> str:
         env = os.environ.get("TILE_TARGET")
@@ -212,6 +253,8 @@ class Kernel(FastLaunch):
         if target != "cpu":
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
+            if self.debug or flag_on(os.environ.get("TILE_DEBUG")):
+                options["debug"] = True
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
         # Constexprs by repr (B="4" after B=4 found its build: str() is "4" for both), a helper by its code.
         key = (target, tuple(sorted(options.items())), tuple((n, k, described(d)) for n, k, d in sig),
@@ -266,7 +309,7 @@ class Kernel(FastLaunch):
             return  # TILE_COMPILE_ONLY: ahead-of-time builds compile into the cache and run nothing
         if miss:
             # Devices and strides are checked once per argument signature; the fast key pins them.
-            launch.check([v for is_const, v in zip(self._is_const, values) if not is_const])
+            launch.check(self.runtime_values(values)[0])
             if not holds_nan(fast):
                 self._fast[fast] = launch
         if callable(grid):
@@ -274,7 +317,7 @@ class Kernel(FastLaunch):
         grid = normal_grid(grid)
         if grid is None:
             return
-        launch(grid, [v for is_const, v in zip(self._is_const, values) if not is_const], self._runtime_names)
+        launch(grid, *self.runtime_values(values))
 
 
 
@@ -319,7 +362,7 @@ def _divisible_args(kernel, values) -> str:
     runs, n never being 0: `axis_info.unguarded`)."""
     idx, out = 0, []
     for p, v in zip(kernel.params, values):
-        if p.name in kernel.constexprs:
+        if p.name in kernel.constexprs or v is None:
             continue
         if (is_tensor(v) and v.data_ptr() % 16 == 0) or (isinstance(v, int) and not isinstance(v, bool) and v != 0 and v % 16 == 0):
             out.append(str(idx))

@@ -97,7 +97,7 @@ class FastLaunch:
             launcher = self.launcher(values, options, self.target_for(values))
             if read_env()[2]:
                 return  # TILE_COMPILE_ONLY: never kept, so every launch reaches the cache
-            runtime = [v for is_const, v in zip(self._is_const, values) if not is_const]
+            runtime, names = self.runtime_values(values)
             launcher.check(runtime)
             fast = None
             if _kinds_of(self, values) == self._kinds and not holds_nan(key):
@@ -110,7 +110,7 @@ class FastLaunch:
                     return
                 gx, gy, gz = grid
             if fast is None:
-                return launcher((gx, gy, gz), runtime, self._runtime_names)
+                return launcher((gx, gy, gz), runtime, names)
             flat = []
             for kind, v in zip(self._kinds, runtime):
                 flat += (v, v.data_ptr()) if kind == "t" else (v,)
@@ -129,7 +129,8 @@ class FastLaunch:
         while any(n.startswith(pre) for n in names):
             pre += "_"
         M = pre + "M"
-        key = [f"{pre}env(b'TILE_TARGET')", f"{pre}env(b'TILE_DUMP_IR')", f"{pre}env(b'TILE_COMPILE_ONLY')"]
+        key = [f"{pre}env(b'TILE_TARGET')", f"{pre}env(b'TILE_DUMP_IR')", f"{pre}env(b'TILE_COMPILE_ONLY')",
+               f"{pre}env(b'TILE_DEBUG')"]
         guards, reads, flat, tensors = [f"{pre}extra", f"{pre}kw"], [], [], []
         kind_of = iter(kinds)
         for i, (n, const) in enumerate(zip(names, self._is_const)):
@@ -209,10 +210,10 @@ class FastLaunch:
         self._grids.clear()  # the cached partials call _unbound
 
 def read_env() -> tuple:
-    """TILE_TARGET, TILE_DUMP_IR and whether TILE_COMPILE_ONLY is on, read on every launch
-    (tests change them)."""
+    """TILE_TARGET, TILE_DUMP_IR, whether TILE_COMPILE_ONLY is on and TILE_DEBUG, read on every
+    launch (tests change them)."""
     get = env_get()
-    return (get(b"TILE_TARGET"), get(b"TILE_DUMP_IR"), flag_on(get(b"TILE_COMPILE_ONLY")))
+    return (get(b"TILE_TARGET"), get(b"TILE_DUMP_IR"), flag_on(get(b"TILE_COMPILE_ONLY")), get(b"TILE_DEBUG"))
 
 
 def flag_on(value) -> bool:

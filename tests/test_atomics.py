@@ -4,7 +4,10 @@ spin lock, and, on a GPU target, one update per element where threads hold copie
 (The examples split_k_matmul and histogram check tile and vector atomics against torch.)"""
 
 import importlib
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -347,3 +350,53 @@ def test_debug_barrier(gpu_target):
     assert re.search(r"bar\.sync\s+0;", ptx[first_store:last_load])
     with pytest.raises(tile.CompilationError, match="debug_barrier is not supported on a GPU in a kernel whose dot takes the linalg path"):
         barrier_kernel[(1,)](x.to("meta"), y.to("meta"), B=16, DOT=True)
+
+
+TRITON_SCRIPT = """
+import importlib, inspect, os, re, sys, tempfile, torch
+import triton, triton.language as tl
+sys.path.insert(0, sys.argv[1])
+import test_atomics as t
+
+# the same kernels, as Triton's: s/tile./tl./, @tile.kernel -> @triton.jit
+source = "import triton, triton.language as tl\\n" + "\\n\\n".join(
+    re.sub(r"\\btile\\.", "tl.", inspect.getsource(k.fn)).replace("@tl.kernel", "@triton.jit")
+    for k in (t.layer_norm_bwd_dx_fused, t.scatter_kernel, t.exchange_kernel))
+folder = tempfile.mkdtemp()
+with open(os.path.join(folder, "triton_atomics.py"), "w") as f:
+    f.write(source)
+sys.path.insert(0, folder)
+theirs = importlib.import_module("triton_atomics")
+
+def both(name, run):
+    got = []
+    for module in (t, theirs):
+        setattr(t, name, getattr(module, name))
+        got.append(run())
+    setattr(t, name, getattr(importlib.import_module("test_atomics"), name))
+    return got
+
+ours, tri = both("layer_norm_bwd_dx_fused", t._layer_norm_bwd)
+for a, b in zip(ours[1:], tri[1:]):
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+idx = torch.randint(0, 11, (37,), generator=torch.Generator().manual_seed(3), dtype=torch.int32)
+# (the interpreter has no 16-bit atomics)
+for op, dtype in [c for c in t.CASES if c[1].itemsize >= 4]:
+    ours, tri = both("scatter_kernel", lambda: t._scatter(op, dtype, idx))
+    assert torch.equal(ours[2], tri[2]), (op, dtype, ours[2], tri[2])
+for dtype in (torch.int32, torch.int64):
+    ours, tri = both("exchange_kernel", lambda: t._exchange(dtype, "acq_rel", "gpu"))
+    assert all(torch.equal(a, b) for a, b in zip(ours[1], tri[1])), dtype
+print("same")
+"""
+
+
+def test_same_results_as_tritons_interpreter():
+    """The tutorial-05 kernel, the scatters (32- and 64-bit: the interpreter has no 16-bit
+    atomics) and the integer exchanges (nor float ones), their source run as Triton kernels by Triton's interpreter (in a process of its own:
+    TRITON_INTERPRET is read when triton.language is imported): the same results."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, os.path.dirname(__file__)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]

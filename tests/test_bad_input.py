@@ -86,11 +86,18 @@ def test_unknown_keyword_argument():
         copy_kernel[(1,)](x, out, 16, BLOCK=16, size=3)
 
 
-@pytest.mark.parametrize("bad", ["abc", [1, 2], None, object()])
+@pytest.mark.parametrize("bad", ["abc", [1, 2], object()])
 def test_non_tensor_argument(bad):
     x, _ = _tensors()
     with pytest.raises(tile.LaunchError, match="argument 'out' has type"):
         copy_kernel[(1,)](x, bad, 16, BLOCK=16)
+
+
+def test_none_argument_used_as_a_tensor():
+    """None is Triton's optional pointer: a compile-time None, an error where it is used."""
+    x, _ = _tensors()
+    with pytest.raises(tile.CompilationError, match=r":16:16: cannot use None in a tile expression .*if X is not None"):
+        copy_kernel[(1,)](x, None, 16, BLOCK=16)
 
 
 def test_unsupported_dtype():

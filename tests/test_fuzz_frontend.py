@@ -315,14 +315,14 @@ def test_literals_and_compile_time_sizes():
 @tile.kernel
 def bitcast_kernel(x, B: tile.constexpr):
     o = tile.arange(0, B)
-    tile.store(x + o, tile.load(x + o).to(tile.int32, bitcast=True))
+    tile.store(x + o, tile.load(x + o).to(tile.int32, saturate=True))
 
 
 def test_bad_arguments_name_the_call():
     """A bad keyword to a tile method escaped as 'TypeError: tile_method.<locals>.<lambda>()
     got an unexpected keyword argument' at the statement, naming the compiler's function."""
     with pytest.raises(tile.CompilationError, match=r":\d+:23: bad arguments to \.to\(\): got an unexpected keyword "
-                                                    r"argument 'bitcast'"):
+                                                    r"argument 'saturate'"):
         bitcast_kernel[(1,)](torch.zeros(8), B=8)
 
 
@@ -369,14 +369,15 @@ def run_time_assert_kernel(x, n, B: tile.constexpr):
 
 def test_asserts_on_constexprs():
     """assert was an 'unsupported Python construct'; on compile-time values it now checks them
-    as the kernel compiles, with its message at its line."""
+    as the kernel compiles, with its message at its line; on run-time ones when the kernel runs."""
     x = torch.zeros(8)
     assert_kernel[(1,)](x, 1, B=8)
     assert x.tolist() == [1.0] * 8
     with pytest.raises(tile.CompilationError, match=r":\d+:5: assertion failed: B must be a multiple of 4"):
         assert_kernel[(1,)](x, 1, B=6)
-    with pytest.raises(tile.CompilationError, match="assert needs a compile-time condition"):
-        run_time_assert_kernel[(1,)](x, 3, B=8)
+    run_time_assert_kernel[(1,)](x, 3, B=8)  # a run-time assert is a device_assert (as Triton's)
+    with pytest.raises(tile.DeviceAssertionError, match=r":367: device_assert failed in program \(0, 0, 0\)"):
+        run_time_assert_kernel[(1,)](x, 0, B=8)
 
 
 exec_scope = {"tile": tile}
