@@ -14,6 +14,7 @@ cache of compiled kernels can launch them.
 # Skipped only when a tool loads this file on its own, outside the package: pytest does, for
 # the repo root of a checkout whose folder name is not a Python identifier (say, tile-main).
 if __package__:
+    from .codegen.pass_pipeline import Pipeline, pipeline_edits
     from .frontend.dtypes import (bfloat16, dtype, float8e4m3, float8e4nv, float8e5, float8e5m2, float16, float32, float64, int1, int8,
                                   int16, int32, int64, pointer_type)
     from .frontend.errors import CompilationError, DeviceAssertionError, DeviceUnavailableError, LaunchError, TileError
@@ -32,5 +33,5 @@ if __package__:
 __all__ = [
     "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int16", "int1", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
-    "TensorDescriptor",
+    "TensorDescriptor", "Pipeline", "pipeline_edits",
 ]

@@ -116,7 +116,7 @@ def _tensor_core_dots(module, num_warps: int) -> bool:
     return True
 
 
-def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
+def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits=()):
     check_toolchain()
     if getattr(kernel, "_parsed", None) is None:
         kernel._parsed = parse_function(kernel.fn)
@@ -132,7 +132,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
                 if collect(module.operation, [op]):
                     raise CompilationError(f"{kernel.name}: {what} is not supported on a GPU in a kernel whose dot "
                                            "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")
-    compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx)
+    compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx, edits)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
     have = compiled_param_types(final, kernel.name)
@@ -144,6 +144,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool):
         "num_threads": options["num_warps"] * 32,
         "shared_bytes": _dynamic_shared_bytes(compiled.stages.get("gpu", "")),
         "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
+        "pipeline": compiled.pipeline,
     }
     need, limit = compiled.metadata["shared_bytes"], BLOCK_SHARED.get(target)
     if limit is not None and need > limit:

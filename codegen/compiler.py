@@ -22,15 +22,16 @@ from ..dialects import make_context
 from ..frontend.errors import CompilationError, TileError
 from ..passes.registry import pass_manager
 from . import pipelines
+from .pass_pipeline import apply_edits, pipeline_text
 
-GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
+GPU_TARGETS = pipelines.GPU_TARGETS
 
 
 @dataclass
 class Stage:
     name: str
     ext: str
-    passes: Callable[[dict], list[str]] | None = None  # an MLIR pass pipeline stage
+    passes: bool = False  # an MLIR pass pipeline stage (its passes: `Pipeline.stages`)
     convert: Callable | None = None  # any other step: (input, options) -> output
 
 
@@ -44,6 +45,7 @@ class Compiled:
     dumps: list[tuple[str, str | bytes]] = field(default_factory=list)  # (file name, content), in order
     metadata: dict = field(default_factory=dict)
     codegen: str = "distributed"
+    pipeline: str = ""  # the pass stages that ran, as `tile.Pipeline.text()` shows them
 
     def stage_files(self) -> list[tuple[str, str | bytes]]:
         """(file name, text) of every stage this run produced, e.g. `stage-ptx.ptx`."""
@@ -70,27 +72,19 @@ def _cubin(ptx: str, options) -> bytes:
 
 
 def stages_for(target: str, codegen: str = "distributed") -> list[Stage]:
-    """The stages of a target. GPU code is made either by distributing tiles over
-    threads by their layouts (`distributed`, the default) or through linalg loop
-    nests mapped to threads (`linalg`, which `dot` still needs)."""
-    common = [
-        Stage("tile", "mlir"),
-        Stage("tile-opt", "mlir", lambda o: pipelines.tile_opt(o)),
-        Stage("linalg", "mlir", lambda o: pipelines.LINALG),
-    ]
-    if target == "cpu":
-        return common + [Stage("llvm", "mlir", lambda o: pipelines.CPU_LLVM)]
+    """The stages of a target: its MLIR pass stages (`pipelines.stage_passes`), then on a GPU
+    the conversions to LLVM IR, PTX and cubin. GPU code is made either by distributing tiles
+    over threads by their layouts (`distributed`, the default) or through linalg loop nests
+    mapped to threads (`linalg`, which `dot` still needs)."""
+    options = {"target": target, "codegen": codegen, "num_warps": 4, "num_stages": 1}  # (only the names matter here)
+    stages = [Stage("tile", "mlir")] + [Stage(n, "mlir", passes=True) for n in pipelines.stage_passes(options)]
     if target in GPU_TARGETS:
-        if codegen == "distributed":
-            common = common[:2]
-        return common + [
-            Stage("gpu", "mlir", pipelines.gpu if codegen == "linalg" else pipelines.gpu_distributed),
-            Stage("nvvm", "mlir", lambda o: pipelines.nvvm(o["target"])),
+        stages += [
             Stage("llvm", "ll", convert=_llvm_ir),
             Stage("ptx", "ptx", convert=_ptx),
             Stage("cubin", "cubin", convert=_cubin),
         ]
-    raise TileError(f"unknown target '{target}': use cpu or one of {', '.join(GPU_TARGETS)}")
+    return stages
 
 
 def _first_error(diagnostics) -> tuple[str, object]:
@@ -147,8 +141,10 @@ def _run_passes(module, passes: list[str], dump: Callable[[str, str], None] | No
         _raise_from_mlir(e, stage)
 
 
-def run_stages(value, target: str, options: dict, start: str, name: str, keep_dumps: bool, ctx: ir.Context | None = None) -> Compiled:
-    """Run the stages after `start` on `value` (a module or the text `start` produced)."""
+def run_stages(value, target: str, options: dict, start: str, name: str, keep_dumps: bool, ctx: ir.Context | None = None,
+               edits=()) -> Compiled:
+    """Run the stages after `start` on `value` (a module or the text `start` produced), their
+    passes the default ones with `edits` (`tile.Pipeline`'s) applied."""
     options = {**options, "target": target}
     out = Compiled(name, target)
     codegen = options.get("codegen", "distributed")
@@ -157,6 +153,8 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
     names = [s.name for s in stages]
     if start not in names:
         raise TileError(f"no stage '{start}' for target {target}: stages are {', '.join(names)}")
+    passes = apply_edits(edits, options)
+    out.pipeline = pipeline_text(passes)
     counter = [0]
 
     def dump(label: str, content, ext="mlir"):
@@ -168,7 +166,7 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
     diagnostics = _Diagnostics(ctx)
     _active.append(diagnostics)
     try:
-        return _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx)
+        return _run_all(value, stages, names, start, options, passes, out, dump, keep_dumps, ctx)
     except TileError as e:
         e.dumps = out.dumps  # what ran before the failure: TILE_DUMP_IR writes it all the same
         raise
@@ -183,7 +181,7 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
         diagnostics.detach()
 
 
-def _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx) -> Compiled:
+def _run_all(value, stages, names, start, options, passes, out, dump, keep_dumps, ctx) -> Compiled:
     with ctx, ir.Location.unknown():
         if isinstance(value, str) and stages[names.index(start)].ext == "mlir":
             value = ir.Module.parse(value)
@@ -192,8 +190,8 @@ def _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx) -
         out.stages[start] = text
         dump(f"stage-{start}", text, stages[first].ext)
         for stage in stages[first + 1 :]:
-            if stage.passes is not None:
-                _run_passes(value, stage.passes(options), dump if keep_dumps else None, stage.name)
+            if stage.passes:
+                _run_passes(value, passes[stage.name], dump if keep_dumps else None, stage.name)
                 try:
                     value.operation.verify()
                 except ir.MLIRError as e:
@@ -207,8 +205,9 @@ def _run_all(value, stages, names, start, options, out, dump, keep_dumps, ctx) -
     return out
 
 
-def compile_file(path: str, target: str, options: dict | None = None, stage: str | None = None) -> Compiled:
-    """Restart compilation from a saved stage file (a dump such as `14-stage-linalg.mlir`).
+def compile_file(path: str, target: str, options: dict | None = None, stage: str | None = None, pipeline=None) -> Compiled:
+    """Restart compilation from a saved stage file (a dump such as `14-stage-linalg.mlir`),
+    through the default passes or those of a `tile.Pipeline`.
 
     The stage is read from the file name unless given.
     """
@@ -221,7 +220,8 @@ def compile_file(path: str, target: str, options: dict | None = None, stage: str
     with open(path, mode) as f:
         text = f.read()
     name = os.path.splitext(os.path.basename(path))[0]
-    return run_stages(text, target, {"num_warps": 4, "num_stages": 2, **(options or {})}, stage, name, keep_dumps=False)
+    return run_stages(text, target, {"num_warps": 4, "num_stages": 2, **(options or {})}, stage, name, keep_dumps=False,
+                      edits=pipeline.edits if pipeline is not None else ())
 
 
 def write_dumps(compiled: Compiled, folder: str):

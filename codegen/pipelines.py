@@ -1,11 +1,17 @@
 """The pass pipeline of each stage, per target.
 
 A target is an ordered list of named stages (see `compiler.py`); the stages
-that are MLIR pass pipelines take their pass lists from here. Names are the
-ones `tile-opt --pass-pipeline=` accepts: tile passes and upstream passes mix.
+that are MLIR pass pipelines take their pass lists from here (`stage_passes`),
+and `tile.Pipeline` edits them (`pass_pipeline.py`). Names are the ones
+`tile-opt --pass-pipeline=` accepts: tile passes and upstream passes mix.
+No MLIR here: the runtime keys its caches by these lists.
 """
 
 from __future__ import annotations
+
+from ..frontend.errors import TileError
+
+GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
 
 TILE_OPT = ["tile-verify", "tile-induction-offsets", "canonicalize", "cse", "tile-small-int-to-float", "tile-fuse"]
 
@@ -52,7 +58,7 @@ CPU_LLVM = [
 
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
-        return TILE_OPT
+        return list(TILE_OPT)
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
     pipelined = options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1
     passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + TILE_OPT[-1:]  # (before tile-fuse, the last)
@@ -103,3 +109,16 @@ def nvvm(target: str) -> list[str]:
         "reconcile-unrealized-casts",
         "align-dynamic-shared",
     ]
+
+
+def stage_passes(options: dict) -> dict[str, list[str]]:
+    """The pass list of each MLIR pass stage of `options["target"]`, in stage order (the
+    other stages, LLVM IR -> PTX -> cubin, are not MLIR passes)."""
+    target, codegen = options["target"], options.get("codegen", "distributed")
+    if target == "cpu":
+        return {"tile-opt": tile_opt(options), "linalg": list(LINALG), "llvm": list(CPU_LLVM)}
+    if target not in GPU_TARGETS:
+        raise TileError(f"unknown target '{target}': use cpu or one of {', '.join(GPU_TARGETS)}")
+    if codegen == "linalg":
+        return {"tile-opt": tile_opt(options), "linalg": list(LINALG), "gpu": gpu(options), "nvvm": nvvm(target)}
+    return {"tile-opt": tile_opt(options), "gpu": gpu_distributed(options), "nvvm": nvvm(target)}

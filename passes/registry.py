@@ -23,31 +23,19 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..frontend.errors import TileError
+from .plugins import PASSES, load_plugins, register_pass  # noqa: F401  (register_pass: the API of pass files)
 
-PASSES: dict[str, type] = {}
 _PASS_PACKAGES = ("tile.passes", "tile.codegen")
 
 
-def register_pass(name: str):
-    def wrap(cls):
-        known = PASSES.get(name)
-        # Another class of that name would win or lose by import order, silently (a reload is the same class).
-        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise TileError(f"pass '{name}' is registered twice: by {known.__module__}.{known.__qualname__} and "
-                            f"{cls.__module__}.{cls.__qualname__}")
-        cls.pass_name = name
-        PASSES[name] = cls
-        return cls
-
-    return wrap
-
-
 def load_all() -> dict[str, type]:
-    """Import every module of the pass packages, so that their decorators run."""
+    """Import every module of the pass packages, and the plugins (`plugins.load_plugins`),
+    so that their decorators run."""
     for package in _PASS_PACKAGES:
         pkg = importlib.import_module(package)
         for info in pkgutil.iter_modules(pkg.__path__):
             importlib.import_module(f"{package}.{info.name}")
+    load_plugins()
     return PASSES
 
 
@@ -141,12 +129,14 @@ def pass_manager(pipeline: str | list[str], ctx: ir.Context | None = None) -> Pa
         if instance is None:
             try:
                 pm.add(element)
-            except ValueError:
+            except ValueError as e:
                 nested = [n for n in re.findall(r"[\w.-]+", element) if n in PASSES]
                 if nested:  # MLIR's parser knows no Python pass: it said '<name>' is not registered
                     raise TileError(f"tile pass '{nested[0]}' nested in '{element}': tile passes run on the whole "
                                     f"module, at the top level of builtin.module(...)") from None
-                raise
+                said = str(e).splitlines()[0].split("error: ", 1)[-1]
+                raise TileError(f"{said} (a pass of your own registers when its module is imported: import it, or "
+                                "name it in TILE_PASS_PLUGINS or tile-opt --load-pass-plugin)") from None
         else:
             pm.add(_callable(instance), name=instance.pass_name, argument=instance.pass_name)
     return pm

@@ -2,11 +2,14 @@
 
     tile-opt FILE.mlir [-o OUT] [--pass-pipeline='builtin.module(tile-verify, canonicalize, tile-fuse)']
              [--split-input-file] [--verify-diagnostics] [--print-ir-after-all]
+             [--load-pass-plugin=MODULE_OR_FILE.py ...]
     tile-opt --list-passes | --print-dialect
 
 The input (a file, or `-` for stdin) is parsed in a context with the tile
 dialect loaded, the pipeline (tile Python passes and upstream passes mixed,
 see `registry.pass_manager`) runs on it, and the module is printed.
+`--load-pass-plugin` imports a module or a `.py` file first, so that the
+passes it registers (`@register_pass`) run by name (and are listed).
 
 `--split-input-file` processes each chunk between `// -----` lines on its own.
 `--verify-diagnostics` checks the diagnostics of each chunk against its
@@ -25,6 +28,7 @@ import sys
 from mlir import ir
 
 from ..dialects import irdl_source, make_context
+from .plugins import load_plugin
 from .registry import load_all, pass_manager, pipeline_elements
 
 SPLIT_MARKER = re.compile(r"^//\s*-----\s*$")
@@ -165,6 +169,8 @@ def list_passes() -> str:
 
 
 def run(args) -> int:
+    for plugin in args.load_pass_plugin:
+        load_plugin(plugin)
     if args.list_passes:
         return _emit(list_passes(), args.output)
     if args.print_dialect:
@@ -210,6 +216,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk separately")
     p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
     p.add_argument("--mlir-print-op-generic", action="store_true", help="print ops in generic form")
+    p.add_argument("--load-pass-plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                   help="import a module or .py file that registers passes (repeatable)")
     p.add_argument("--list-passes", action="store_true", help="list the tile passes and exit")
     p.add_argument("--print-dialect", action="store_true", help="print the tile dialect's IRDL and exit")
     return p

@@ -77,6 +77,21 @@ before their results are read:
     %r = tile.dot_wait %loop_result {pending = 0}
     tile.async_wait {pending = 0}
 
+That is the TMA rings' order. cp.async rings (`wait-before-copies`, the default) take
+Triton's instead: the `tile.dot_wait` comes right after the dots, then a barrier (every
+warpgroup's dots of iteration i - 1 are done), then the copies, which so run S - 1
+iterations ahead into the slot iteration i - 1 read; at 3 stages the other order waited
+each iteration for copies issued one iteration before (Triton's tutorial matmul, sm_90a):
+
+    scf.for ... {
+      tile.async_wait {pending = S-2}
+      %acc2 = tile.dot %a, %b, %acc {in_flight = 1}
+      %acc3 = tile.dot_wait %acc2 {pending = 1}
+      gpu.barrier
+      ... copies of iteration i + S - 1 into slot (i + S - 1) % S ...
+      scf.yield %acc3
+    }
+
 With `tma` (sm_90a), when every pipelined load reads a whole block of a
 row-major kernel tensor masked at its bounds (`block_access.py`; for the B of
 a wgmma dot, also of a column-major one, whose slots then hold the block's
@@ -220,6 +235,7 @@ class TilePipeline:
     tma: bool = False  # sm_90a: copy whole blocks with TMA, completing on mbarriers
     divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
     across_tiles: bool = True  # TMA rings in a loop over tiles: the next tile's first copies before the epilogue
+    wait_before_copies: bool = True  # cp.async rings with dots in flight: Triton's order (module doc)
 
     def run(self, module_op):
         if self.num_stages >= 2:
@@ -290,11 +306,14 @@ class TilePipeline:
             # waited on them, 304 -> 260 TFLOP/s (at 4 stages 304 -> 328; H100, 2026-12-06).
             async_dots = []
         made = made if async_dots else []  # (in_flight_dots takes every dot of the loads, or none)
-        ahead = S - 1 - (1 if async_dots else 0)  # iterations the copies run ahead
+        blocks = tma_blocks(found, self.divisible_args) if self.tma else None
+        # cp.async rings with dots in flight: the copies wait for the dots of the iteration before
+        # (then a barrier) and run S - 1 iterations ahead, as Triton's do; TMA's run S - 2 ahead.
+        early_wait = bool(async_dots) and not blocks and self.wait_before_copies
+        ahead = S - 1 - (1 if async_dots and not early_wait else 0)  # iterations the copies run ahead
         lb, ub, step = list(loop.operands)[:3]
         ity = iv.type
         rings = []
-        blocks = tma_blocks(found, self.divisible_args) if self.tma else None
         # Each load's block when its slot holds a transpose: a TMA copy's (any block), or a
         # column-major dot operand's, copied with cp.async in the slot's shape (`transposed_copies.py`).
         per_load = blocks or [match_copy_block(load) if _to_dots(load) else None for load, _ in found]
@@ -360,7 +379,8 @@ class TilePipeline:
             # After the last dot, so that its wgmma runs while the copies are issued.
             last = max((chain[-1] for chain, _ in async_dots), key=lambda d: _position(body, d))
             after = ir.InsertionPoint(body.operations[_position(body, last) + 1])
-            issue(write, nxt, ub, after)
+            if not early_wait:
+                issue(write, nxt, ub, after)
             groups = sum(len(chain) for chain, _ in async_dots)  # one wgmma group a dot
             with after, loop.location:
                 for chain, _ in async_dots:
@@ -369,6 +389,10 @@ class TilePipeline:
                     # before: scf.yield %d -> after: scf.yield (tile.dot_wait %d {pending = groups})
                     waited = pipeline_ops.dot_wait(chain[-1].results[0], groups)
                     chain[-1].results[0].replace_all_uses_except(waited, waited.owner.operation)
+                if early_wait:  # every warpgroup's dots of the iteration before are done: their slot is free
+                    gpu.BarrierOp()
+            if early_wait:
+                issue(write, nxt, ub, after)
         else:
             issue(write, nxt, ub, top)
         after_loop = ir.InsertionPoint.after(loop.operation)

@@ -3,10 +3,13 @@
 The key hashes everything the output depends on: the compiler's own sources,
 the kernel's source and the sources of the `@tile.func` helpers it can reach,
 the values of the global constants they name, the specialization, the options,
-the target and the pinned toolchain. An entry is a folder holding
-`metadata.json` (with the artifact's sha256: a damaged entry is rebuilt), the
-final artifact (`kernel.cubin`, or `kernel.mlir` for the CPU) and every
-stage's text.
+the target, the pass pipeline's full text with the source of each pass it runs
+from outside the package (`tile.Pipeline`, plugins) and the pinned toolchain.
+An entry is a folder holding `metadata.json` (with the artifact's sha256: a
+damaged entry is rebuilt), the final artifact (`kernel.cubin`, or
+`kernel.mlir` for the CPU) and every stage's text. A key whose build failed with
+a `CompilationError` at the kernel's own lines keeps it in `<key>.error.json`,
+raised again without compiling.
 
 `TILE_CACHE_DIR` moves the cache (default `~/.cache/tile`); `TILE_DUMP_IR=DIR`
 also writes every pass and stage into DIR, on a hit too (a hit whose entry was
@@ -25,7 +28,7 @@ import tempfile
 import threading
 import warnings
 
-from ..frontend.errors import source_of
+from ..frontend.errors import CompilationError, def_line, source_of
 from ..frontend.names import captured, described
 from ..frontend.paths import cache_dir
 from .toolchain import TOOLCHAIN
@@ -50,7 +53,7 @@ def compiler_digest() -> str:
     return _compiler_digest
 
 
-def key_for(kernel, signature, target: str, options: dict) -> str:
+def key_for(kernel, signature, target: str, options: dict, pipeline: str = "") -> str:
     h = hashlib.sha256()
     source = source_of(kernel.fn, f"kernel {kernel.name}")
     # What the kernel reads from outside: a helper reached through a module, or a global's or
@@ -60,6 +63,7 @@ def key_for(kernel, signature, target: str, options: dict) -> str:
         compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
         *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
         repr([(n, k, described(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
+        pipeline,  # (`pass_pipeline.key_text`: the edited pipeline and its out-of-tree passes' sources)
     ]
     for p in parts:
         h.update(p.encode())
@@ -202,41 +206,90 @@ def _new_build_lock():
 os.register_at_fork(after_in_child=_new_build_lock)
 
 
-def _usable_entry(path: str, target: str, want_dumps: bool):
-    """The entry at path, unless dumps are asked for and it was built without them (it is then rebuilt)."""
+def _cached(kernel, path: str, target: str, want_dumps: bool):
+    """The entry at path, unless dumps are asked for and it was built without them (it is then
+    rebuilt); None if there is none, or the compile error saved there raised."""
     entry = _read_entry(path, target)
-    return None if entry is not None and want_dumps and not _has_dumps(path) else entry
+    if entry is not None and want_dumps and not _has_dumps(path):
+        return None
+    if entry is None and not want_dumps:
+        error = _saved_error(kernel, path)
+        if error is not None:
+            raise error
+    return entry
 
 
-def _build(kernel, signature, target: str, options: dict, path: str, key: str, want_dumps: bool):
+def _build(kernel, signature, target: str, options: dict, path: str, key: str, want_dumps: bool, edits=()):
     """Compile, and write the entry and the dumps (those of a failed build too)."""
     build = _compiler(kernel, target, options, path)
     try:
-        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps)
+        compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps, edits=edits)
     except Exception as e:
         _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
+        if not want_dumps:
+            _save_error(kernel, path, e)
         raise
     _write_entry(path, compiled, artifact)
     _write_dumps(compiled.dumps, kernel.name, key)
     return compiled, artifact
 
 
-def load_or_build(kernel, signature, target: str, options: dict, build: bool = True):
-    """The launcher of a cache entry, built first if it is missing; None then if not `build`."""
-    key = key_for(kernel, signature, target, options)
+def _kernel_lines(kernel) -> tuple[str, int, int]:
+    """The kernel's file, the line of its `def` and its last line: where a saved error is placed again."""
+    lines, first, at = def_line(kernel.fn)
+    return inspect.getsourcefile(kernel.fn), first + at, first + len(lines) - 1
+
+
+def _save_error(kernel, path: str, e: Exception):
+    """Keep a compile error of the kernel's own lines beside the entry it did not make: the
+    same key fails the same way (autotune's configs past the shared memory were compiled
+    again, seconds each, by every process). Its line is kept from the `def`, as the key
+    holds the kernel's source and not where it lies in its file."""
+    if type(e) is not CompilationError:
+        return
+    filename, at, last = _kernel_lines(kernel)
+    if e.filename != filename or not at <= e.line <= last:
+        return
+    record = {"message": e.message, "line_from_def": e.line - at, "column": e.column, "source_line": e.source_line}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, path + ".error.json")
+    except OSError:  # (a cache that cannot be written: compiled again next time)
+        pass
+
+
+def _saved_error(kernel, path: str) -> CompilationError | None:
+    """The error saved for this entry, at the kernel's line now; None if none (or damaged)."""
+    try:
+        with open(path + ".error.json") as f:
+            r = json.load(f)
+        filename, at, _ = _kernel_lines(kernel)
+        return CompilationError(r["message"], filename, at + r["line_from_def"], r["column"], r["source_line"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipeline: str = "", build: bool = True):
+    """The launcher of one specialization, from the cache or built first if it is missing (None
+    then if not `build`); `edits` (`tile.Pipeline` edits) change its pass pipeline, whose
+    `key_text` is `pipeline`."""
+    key = key_for(kernel, signature, target, options, pipeline)
     path = os.path.join(cache_dir(), key)
     want_dumps = bool(os.environ.get("TILE_DUMP_IR"))
-    entry = _usable_entry(path, target, want_dumps)
+    entry = _cached(kernel, path, target, want_dumps)
     if entry is None and not build:
         return None
     asm = None
     if entry is None:
         # One build at a time in a process (the compiler has shared state, and a thread that
-        # wanted the same entry finds it built when its turn comes).
+        # wanted the same entry finds it built, or failed, when its turn comes).
         with _BUILD_LOCK:
-            entry = _usable_entry(path, target, want_dumps)
+            entry = _cached(kernel, path, target, want_dumps)
             if entry is None:
-                compiled, artifact = _build(kernel, signature, target, options, path, key, want_dumps)
+                compiled, artifact = _build(kernel, signature, target, options, path, key, want_dumps, edits)
                 entry, asm = (compiled.metadata, artifact), dict(compiled.stages)  # from memory: the write may have failed
     if asm is None:
         _copy_dumps(path, kernel.name, key)

@@ -20,18 +20,33 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import weakref
 
+from ..codegen import pass_pipeline
 from ..frontend import dtypes
 from ..frontend.errors import DeviceUnavailableError, LaunchError, TileError, checked_function
 from ..frontend.constexpr import constexpr, unwrap
 from ..frontend.names import captured, described
 from ..frontend.tensor_descriptor import is_descriptor
+from ..passes import plugins
 from . import cache, host_descriptors
 from .launch_binder import (OPTION_NAMES, FastLaunch, disjoint, exact_grid, flag_on, holds_nan, is_tensor, normal_grid,
                             read_env, wide)
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
 assert tuple(DEFAULT_OPTIONS) == OPTION_NAMES  # the binder takes them by name
+_KERNELS = weakref.WeakSet()
+
+
+def _forget_fast_paths():
+    """A pipeline's edits or an out-of-tree pass changed: the launches the fast paths keep
+    were found under the old pipeline (`launcher` keys by the new one)."""
+    for k in list(_KERNELS):
+        k._bound.clear()
+        k._fast.clear()
+
+
+pass_pipeline.listeners.append(_forget_fast_paths)
 
 
 def _is_constexpr(annotation) -> bool:
@@ -46,7 +61,8 @@ def func(fn):
 
 
 def kernel(fn=None, **options):
-    """`@tile.kernel` or `@tile.kernel(num_warps=8)`."""
+    """`@tile.kernel`, `@tile.kernel(num_warps=8)` or `@tile.kernel(pipeline=tile.Pipeline()...)`
+    (a list of pass specs there runs them after tile-opt's passes)."""
     if fn is None:
         return lambda f: Kernel(f, **options)
     return Kernel(fn, **options)
@@ -82,13 +98,17 @@ def checked_options(options: dict) -> dict:
 
 
 class Kernel(FastLaunch):
-    def __init__(self, fn, **options):
+    def __init__(self, fn, pipeline=None, **options):
         unknown = set(options) - set(DEFAULT_OPTIONS)
         if unknown:
-            raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)}")
+            raise TileError(f"unknown kernel option(s) {sorted(unknown)}; known: {sorted(DEFAULT_OPTIONS)} and pipeline")
         fn = checked_function(fn, "kernel", varargs=False)
         self.fn, self.name = fn, fn.__name__
         self.debug = False  # device_assert checked on a GPU too (@tile.jit(debug=True); TILE_DEBUG=1 for all)
+        if pipeline is not None and not isinstance(pipeline, pass_pipeline.Pipeline):
+            pipeline = pass_pipeline.Pipeline().stage("tile-opt").append(*pipeline)
+        self.pipeline = pipeline
+        _KERNELS.add(self)
         self.options = checked_options({**DEFAULT_OPTIONS, **options})
         self.params = list(inspect.signature(fn).parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr(p.annotation)}
@@ -147,6 +167,7 @@ class Kernel(FastLaunch):
         names = [p.name for p in self.params]
         # A launch option is the kernel's parameter too where it has one of that name (as Triton binds both)
         options = {k: unwrap(kwargs[k] if k in names else kwargs.pop(k)) for k in list(kwargs) if k in DEFAULT_OPTIONS}
+        passes = kwargs.pop("passes", None) if "passes" not in names else None  # (a parameter of that name wins)
         if len(args) > len(names):
             raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
         values = dict(zip(names, args))
@@ -166,7 +187,8 @@ class Kernel(FastLaunch):
             hint = f" ({' and '.join(options_too)}: a launch option and a parameter of this kernel; pass it by keyword, " \
                    f"{options_too[0]}=..., and both take it)" if options_too else ""
             raise LaunchError(f"{self.name}() is missing {kind}(s): {', '.join(missing)}{hint}")
-        return [unwrap(values[n]) for n in names], checked_options({**self.options, **options}) if options else self.options
+        options = checked_options({**self.options, **options}) if options else self.options
+        return [unwrap(values[n]) for n in names], {**options, "passes": passes} if passes else options
 
     def signature(self, values) -> list[tuple]:
         """(name, kind, detail) per parameter: the specialization, in compiler form."""
@@ -250,18 +272,23 @@ class Kernel(FastLaunch):
         """The specialization's launcher, from memory, the disk cache or (`build`) the compiler;
         None if it is in none of them and not `build`."""
         sig = self.signature(values)
+        options = dict(options)
+        passes = options.pop("passes", None)
         if target != "cpu":
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
             if self.debug or flag_on(os.environ.get("TILE_DEBUG")):
                 options["debug"] = True
+        plugins.load_plugins()  # (before the edits: a plugin may add its passes to tile.pipeline_edits)
+        edits = pass_pipeline.launch_edits(self.pipeline, passes)
+        pipeline = pass_pipeline.key_text(edits, {**options, "target": target})
         # TILE_DUMP_IR is in the key: asking for dumps must reach the disk cache, which writes them.
         # Constexprs by repr (B="4" after B=4 found its build: str() is "4" for both), a helper by its code.
         key = (target, tuple(sorted(options.items())), tuple((n, k, described(d)) for n, k, d in sig),
-               os.environ.get("TILE_DUMP_IR"), self.captured_values())
+               os.environ.get("TILE_DUMP_IR"), self.captured_values(), pipeline)
         found = self._launchers.get(key)
         if found is None:
-            found = cache.load_or_build(self, sig, target, options, build)
+            found = cache.load_or_build(self, sig, target, options, edits, pipeline, build)
             if found is not None:
                 self._launchers[key] = found
         return found
@@ -285,6 +312,9 @@ class Kernel(FastLaunch):
             key.append(_exact(v) if is_const else _spec_of(v))
         for k in sorted(kwargs):
             v = kwargs[k]
+            if k == "passes" and k not in self._names:  # (a Pipeline by identity: editing it forgets this cache)
+                key.append((k, v if isinstance(v, pass_pipeline.Pipeline) else tuple(v)))
+                continue
             key.append((k, _exact(v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
         key.append(disjoint(*[v for v in (*args, *kwargs.values()) if is_tensor(v)]))
         return tuple(key)

@@ -305,3 +305,39 @@ def test_reload_of_cached_configs_is_fast(tmp_path, monkeypatch):
     assert len(fresh._launchers) == len(configs)
     assert all(launcher._engine is None for launcher in fresh._launchers.values())  # no JIT yet
     assert seconds < 3, f"{len(configs)} cached configs took {seconds:.2f} s to load"
+
+
+def test_compile_errors_are_kept_in_the_cache(tmp_path, monkeypatch):
+    """Configs that do not compile (past the shared memory, a block arange refuses) were
+    compiled again by every process, seconds each: their error is kept beside the entry and
+    raised again without compiling, at the kernel's line where it lies now."""
+    import importlib.util
+
+    from tile.runtime import cache
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    source = ("import tile\n\n\n@tile.kernel\ndef odd_kernel(x, n, BLOCK: tile.constexpr):\n"
+              "    o = tile.arange(0, BLOCK)\n    tile.store(x + o, 1.0, mask=o < n)\n")
+
+    def load(name, text):
+        (tmp_path / f"{name}.py").write_text(text)
+        spec = importlib.util.spec_from_file_location(name, tmp_path / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.odd_kernel
+
+    x = torch.zeros(8)
+    configs = [tile.Config({"BLOCK": 12}), tile.Config({"BLOCK": 24})]
+    with pytest.raises(tile.TileError, match="power of two, got 24"):  # (each config its own message)
+        tile.autotune(configs, key=["n"], workers=1)(load("first", source))[(1,)](x, 8)
+    with pytest.raises(tile.CompilationError, match="power of two, got 12") as first:
+        load("first", source)[(1,)](x, 8, BLOCK=12)
+    assert first.value.line == 6
+    monkeypatch.setattr(cache, "_compiler", lambda *a: pytest.fail("compiled again"))
+    moved = load("moved", "\n\n\n" + source)  # the same kernel, three lines lower in another file
+    with pytest.raises(tile.CompilationError, match="power of two") as again:
+        moved[(1,)](x, 8, BLOCK=12)
+    assert (again.value.filename, again.value.line) == (str(tmp_path / "moved.py"), 9)
+    assert str(again.value).split("\n")[1:] == str(first.value).split("\n")[1:]  # the line, and the caret under it
+    errors = tile.autotune(configs, key=["n"], workers=2)(moved).compile_all((x, 8), {})
+    assert [e.line for e in errors] == [9, 9]

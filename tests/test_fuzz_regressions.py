@@ -184,7 +184,7 @@ def test_failed_build_still_dumps(gpu_target, monkeypatch, tmp_path):
     monkeypatch.setenv("TILE_DUMP_IR", str(tmp_path))
     x = torch.empty(1 << 16, device="meta")
     with pytest.raises(tile.TileError, match="tile too large"):
-        vector_add.add_kernel.compile(x, x, x, 1 << 16, BLOCK=1 << 16)
+        vector_add.add_kernel.compile(x, x, x, 1 << 18, BLOCK=1 << 18)
     (folder,) = tmp_path.iterdir()
     assert any(p.name.endswith("stage-tile-opt.mlir") for p in folder.iterdir())
 

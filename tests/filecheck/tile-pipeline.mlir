@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=3}, tile-verify)' | FileCheck %s
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=1})' | FileCheck %s --check-prefix=OFF
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=3 wait-before-copies=0})' | FileCheck %s --check-prefix=LATE
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-verify, tile-pipeline{num-stages=4 tma=1 divisible-args=0,1,5,6}, tile-verify)' | FileCheck %s --check-prefix=TMA
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-pipeline{num-stages=4 tma=1 divisible-args=0,1,5})' | FileCheck %s --check-prefix=UNALIGNED
 
@@ -132,28 +133,31 @@ func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n:
 // -----
 
 // A wgmma accumulator that only the next iteration's dot reads: the dot stays in
-// flight (`in_flight = 1`), the copies are issued after it (while it runs), and
-// a `tile.dot_wait {pending = 1}` ends the body, so the copies run one iteration
-// less ahead (3 stages: iteration i + 1 into slot (i + 1) % 3, one prologue
-// group, nothing else pending at the wait); a `tile.dot_wait {pending = 0}`
-// finishes the last dot before the loop's result is read.
+// flight (`in_flight = 1`); a `tile.dot_wait {pending = 1}` right after it finishes the
+// dot of the iteration before, a barrier then frees its slot in every warpgroup, and the
+// copies of iteration i + 2 go there (3 stages: two prologue groups, one still pending at
+// the wait; Triton's order). A `tile.dot_wait {pending = 0}` finishes the last dot
+// before the loop's result is read. With `wait-before-copies=0` (LATE) the copies are
+// issued before the wait, while the dot runs, one iteration less ahead.
 
 // CHECK-LABEL: func.func @wgmma_in_flight
 // CHECK: %[[RA:.*]] = "tile.local_alloc"() : () -> memref<3x128x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: "tile.async_copy"(%[[RA]]
 // CHECK: "tile.async_commit"()
+// CHECK: "tile.async_commit"()
 // CHECK-NOT: "tile.async_commit"()
 // CHECK: %[[ACC:.*]] = scf.for %[[IV:.*]] = {{.*}} iter_args(%[[X:.*]] = %{{.*}})
-// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: "tile.async_wait"() {pending = 1 : i32}
 // CHECK: %[[I:.*]] = arith.divsi
-// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
-// CHECK: %[[AHEAD:.*]] = arith.addi %[[I]], %[[ONE]] : i32
+// CHECK: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[I]], %[[TWO]] : i32
 // CHECK: %[[WRITE:.*]] = arith.remsi %[[AHEAD]], %{{.*}} : i32
 // CHECK-NOT: "tile.async_copy"
 // CHECK: %[[D:.*]] = "tile.dot"(%{{.*}}, %{{.*}}, %[[X]]) {in_flight = 1 : i32}
+// CHECK-NEXT: %[[W:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// CHECK-NEXT: gpu.barrier
 // CHECK: "tile.async_copy"(%[[RA]], %[[WRITE]]
 // CHECK: "tile.async_commit"()
-// CHECK-NEXT: %[[W:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
 // CHECK-NEXT: scf.yield %[[W]]
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[DONE:.*]] = "tile.dot_wait"(%[[ACC]]) {pending = 0 : i32}
@@ -161,6 +165,17 @@ func.func @not_only_dot(%a: !b, %o: tensor<32x32xi32>, %m: tensor<32x32xi1>, %n:
 // CHECK-NEXT: "tile.local_dealloc"
 // CHECK-NEXT: "tile.local_dealloc"
 // CHECK-NEXT: return %[[DONE]]
+
+// LATE-LABEL: func.func @wgmma_in_flight
+// LATE: "tile.async_commit"()
+// LATE-NOT: "tile.async_commit"()
+// LATE: scf.for
+// LATE-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// LATE: %[[D:.*]] = "tile.dot"(%{{.*}}, %{{.*}}, %{{.*}}) {in_flight = 1 : i32}
+// LATE: "tile.async_copy"
+// LATE: "tile.async_commit"()
+// LATE-NEXT: %[[W:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// LATE-NEXT: scf.yield %[[W]]
 
 // OFF-LABEL: func.func @wgmma_in_flight
 // OFF-NOT: tile.dot_wait
@@ -841,7 +856,7 @@ func.func @operand_of_two_loops(%q: !a, %k: !a, %oq: tensor<128x64xi32>, %mq: te
 // CHECK-NEXT: %[[RS:.*]] = "tile.local_alloc"() : () -> memref<2x64x128xbf16, #gpu.address_space<workgroup>>
 // CHECK: "tile.async_copy"(%[[RW]]
 // CHECK: scf.for
-// CHECK-NEXT: "tile.async_wait"() {pending = 0 : i32}
+// CHECK-NEXT: "tile.async_wait"() {pending = 1 : i32}
 // CHECK: %[[I:.*]] = arith.divsi
 // CHECK: %[[A:.*]] = "tile.local_load"(%[[RA]]
 // CHECK-NEXT: %[[W:.*]] = "tile.local_load"(%[[RW]]
@@ -850,8 +865,10 @@ func.func @operand_of_two_loops(%q: !a, %k: !a, %oq: tensor<128x64xi32>, %mq: te
 // CHECK-NEXT: "tile.local_store"(%[[X]], %[[RS]], %[[HALF]])
 // CHECK-NEXT: %[[S:.*]] = "tile.local_load"(%[[RS]], %[[HALF]])
 // CHECK-NEXT: %[[D:.*]] = "tile.dot"(%[[A]], %[[S]], %{{.*}}) {in_flight = 1 : i32}
+// CHECK-NEXT: %[[DW:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// CHECK-NEXT: gpu.barrier
 // CHECK: "tile.async_copy"(%[[RW]]
-// CHECK: %[[DW:.*]] = "tile.dot_wait"(%[[D]]) {pending = 1 : i32}
+// CHECK: "tile.async_commit"()
 // CHECK-NEXT: scf.yield %[[DW]]
 // CHECK: "tile.dot_wait"(%{{.*}}) {pending = 0 : i32}
 // CHECK: "tile.local_dealloc"(%[[RS]])
@@ -901,8 +918,10 @@ func.func @decoded_operand(%a: !a, %b: !q, %oa: tensor<128x64xi32>, %ob: tensor<
 // CHECK: "tile.local_store"(%{{.*}}, %[[RH]], %[[HALF]])
 // CHECK-NEXT: %[[H:.*]] = "tile.local_load"(%[[RH]], %[[HALF]])
 // CHECK-NEXT: %[[D2:.*]] = "tile.dot"(%{{.*}}, %[[H]], %[[D1]]) {in_flight = 1 : i32}
+// CHECK-NEXT: %[[DW:.*]] = "tile.dot_wait"(%[[D2]]) {pending = 2 : i32}
+// CHECK-NEXT: gpu.barrier
 // CHECK: "tile.async_copy"
-// CHECK: %[[DW:.*]] = "tile.dot_wait"(%[[D2]]) {pending = 2 : i32}
+// CHECK: "tile.async_commit"()
 // CHECK-NEXT: scf.yield %[[DW]]
 // CHECK: "tile.dot_wait"(%{{.*}}) {pending = 0 : i32}
 
