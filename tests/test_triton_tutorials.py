@@ -75,7 +75,9 @@ GPU_BLOCKERS = {
 }
 # kernels whose benchmark configuration ptxas may spill on sm_90a, and why
 SPILLS_EXPECTED = {
-    "_attn_bwd": "dK and dV, two 128x128 f32 accumulators at HEAD_DIM=128, are 256 registers a thread at 4 warps",
+    # dK and dV, two 128x128 f32 accumulators at HEAD_DIM=128, are 256 registers a thread at 4 warps: Triton 3.9's
+    # own build of this kernel (causal, sm_90a, ptxas 12.9) spills too, 7796 bytes of stores and 10160 of loads
+    "_attn_bwd": "256 registers a thread of accumulators",
 }
 # ports that Triton's interpreter cannot run, and why (None: it runs)
 INTERPRETER_BLOCKERS = {
