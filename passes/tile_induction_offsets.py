@@ -201,9 +201,9 @@ class TileInductionOffsets:
             x.replace_all_uses_except(value, chain[-1])
             if not _used(loop.results[i]):  # (else the loop still carries it, for its result)
                 yield_op.operands[i] = x
-                for op in chain:
-                    if not _used(op.result):
-                        op.erase()
+                kept = [op for op in chain if _used(op.result) or op.erase()]
+                if kept:  # a step the iteration reads (`c += s; store(c)`): from the iteration's value
+                    x.replace_all_uses_with(value)
         for op in reversed([op for *_, hoist in found for op in hoist]):
             if op in moved and not _used(op.result):
                 moved.discard(op)
