@@ -113,9 +113,15 @@ class ControlFlow:
         callee = self.expr(iterable.children[0])
         args, kwargs = self.arguments(iterable.children[1] if len(iterable.children) > 1 else None)
         stages = kwargs.pop("num_stages", None) if callee is language.range else None
+        if callee is language.range:  # Triton's scheduling hints: checked, and change no result
+            for hint, kinds in _RANGE_HINTS.items():
+                value = kwargs.pop(hint, None)
+                if value is not None and not isinstance(value, kinds):
+                    raise self.error(iterable, f"tile.range's {hint} must be a compile-time "
+                                               f"{' or '.join(k.__name__ for k in kinds)}, got {value!r}")
         if kwargs or not 1 <= len(args) <= 3:
             raise self.error(iterable, "range takes 1 to 3 positional arguments" + (
-                " and num_stages" if callee is language.range else ""))
+                f" and num_stages, {', '.join(_RANGE_HINTS)}" if callee is language.range else ""))
         if stages is not None and (isinstance(stages, bool) or not isinstance(stages, int) or stages < 1):
             raise self.error(iterable, f"num_stages must be a compile-time int of at least 1, got {stages!r}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
@@ -334,6 +340,12 @@ def _assigned_names(suites) -> list[str]:
 
 
 _UNSET = object()  # a name not bound on some path
+
+# tile.range's keywords beside num_stages that Triton takes as scheduling hints; tile accepts
+# them (the loop runs the same): it unrolls with static_range, and does not flatten nested
+# loops, warp-specialize or multi-buffer accumulators yet.
+_RANGE_HINTS = {"loop_unroll_factor": (int,), "disallow_acc_multi_buffer": (bool,), "flatten": (bool,),
+                "warp_specialize": (bool,)}
 
 
 def _same(a, b) -> bool:

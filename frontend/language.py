@@ -65,6 +65,11 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     (`cache_modifier` ".wb", ".cg", ".cs", ".wt" and the load's other options, on a GPU)."""
 
 
+class tensor_descriptor:
+    """Triton's `tl.tensor_descriptor`, for `isinstance(d, tile.tensor_descriptor)` in a kernel:
+    what `make_tensor_descriptor` makes, or a `tile.TensorDescriptor` argument."""
+
+
 @_builtin
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of `base` (a tensor, plus a scalar offset) seen as a tensor of `shape` and
@@ -407,8 +412,11 @@ BUILTINS = {name: obj for name, obj in list(globals().items()) if getattr(obj, "
 
 
 @_builtin
-def range(*args, num_stages=None):
+def range(*args, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
+          warp_specialize=False):
     """A run-time loop, as `range`, with its own software-pipelining depth: with
     `num_stages` (a compile-time int), `tile-pipeline` runs this loop's tile loads
     that many stages ahead through shared-memory rings, whatever reads them (the
-    kernel's `num_stages` applies only to loops that hold a `dot`); 1 turns it off."""
+    kernel's `num_stages` applies only to loops that hold a `dot`); 1 turns it off.
+    Triton's other keywords (`loop_unroll_factor`, `disallow_acc_multi_buffer`, `flatten`,
+    `warp_specialize`) are checked and accepted: the loop runs the same without them."""

@@ -16,7 +16,7 @@ import functools
 
 from mlir.dialects import arith
 
-from . import semantics
+from . import descriptors, language, semantics
 from .builtins import EMITTERS
 from .constexpr import constexpr, unwrap
 from .semantics import SemanticError
@@ -73,7 +73,8 @@ def _isinstance(value, classes):
     classes = classes if isinstance(classes, tuple) else (classes,)
     if constexpr in classes and not _runtime(value):
         return True
-    rest = tuple(c for c in classes if c is not constexpr)
+    # (tile.tensor_descriptor names the frontend's descriptor value)
+    rest = tuple(descriptors.TensorDescriptor if c is language.tensor_descriptor else c for c in classes if c is not constexpr)
     return bool(rest) and py.isinstance(value, rest)
 
 

@@ -168,6 +168,9 @@ class Kernel(FastLaunch):
         # A launch option is the kernel's parameter too where it has one of that name (as Triton binds both)
         options = {k: unwrap(kwargs[k] if k in names else kwargs.pop(k)) for k in list(kwargs) if k in DEFAULT_OPTIONS}
         passes = kwargs.pop("passes", None) if "passes" not in names else None  # (a parameter of that name wins)
+        if "num_ctas" in kwargs and "num_ctas" not in names:  # Triton's clusters: one CTA is what tile launches
+            if kwargs.pop("num_ctas") != 1:
+                raise LaunchError(f"{self.name}: num_ctas (thread-block clusters) must be 1: tile launches one CTA a program")
         if len(args) > len(names):
             raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
         values = dict(zip(names, args))

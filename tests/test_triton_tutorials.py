@@ -24,9 +24,6 @@ sys.path.insert(0, PORTS)
 
 # What a port needs that tile does not have yet (a strict xfail names it; remove it once it lands).
 FP8_DOT = "fp8 operands of tile.dot (float8 tiles are storage only)"
-NUM_CTAS = "the launch option num_ctas=1"
-RANGE_OPTIONS = "tile.range(..., flatten=, warp_specialize=)"
-DESCRIPTOR_TYPE = "isinstance(x, tile.tensor_descriptor)"
 POINTER_ARRAYS = "tile.pointer_type in a kernel: an int64 loaded from a tensor cast to a pointer (arrays of pointers)"
 SPLIT = "tile.split (and join) of a trailing dim of 2"
 DOT_SCALED = "tile.dot_scaled (fp8/fp4 blocks with e8m0 scales per 32 elements of K)"
@@ -45,14 +42,14 @@ CPU_BLOCKERS = {
     "t03_matrix_multiplication:check_fp16": None,
     "t03_matrix_multiplication": _why(FP8_DOT),
     "t04_low_memory_dropout": None,
-    "t05_layer_norm": _why(NUM_CTAS),
+    "t05_layer_norm": None,
     "t06_fused_attention:check_backward_only": None,
-    "t06_fused_attention": _why(DESCRIPTOR_TYPE, RANGE_OPTIONS),
+    "t06_fused_attention": None,
     "t07_extern_functions": None,
     "t08_grouped_gemm:check_pointers": _why(POINTER_ARRAYS),
     "t08_grouped_gemm": _why(POINTER_ARRAYS),
     "t09_persistent_matmul:check_matmul": None,
-    "t09_persistent_matmul": _why(RANGE_OPTIONS, SPLIT),
+    "t09_persistent_matmul": _why(SPLIT),
     "t10_block_scaled_matmul": _why(UINT8, DOT_SCALED),
     "t11_programmatic_dependent_launch": _why(GDC),
 }
@@ -64,12 +61,12 @@ GPU_BLOCKERS = {
     "t03_matrix_multiplication": _why(FP8_DOT),
     "t04_low_memory_dropout": None,
     "t05_layer_norm": None,
-    "t06_fused_attention": _why(DESCRIPTOR_TYPE, RANGE_OPTIONS),
+    "t06_fused_attention": None,
     "t07_extern_functions": None,
     "t08_grouped_gemm:benchmark_launches_pointers": _why(POINTER_ARRAYS),
     "t08_grouped_gemm": _why(POINTER_ARRAYS),
     "t09_persistent_matmul:benchmark_launches_matmul": None,
-    "t09_persistent_matmul": _why(RANGE_OPTIONS, SPLIT),
+    "t09_persistent_matmul": _why(SPLIT),
     "t10_block_scaled_matmul": _why(UINT8, DOT_SCALED),
     "t11_programmatic_dependent_launch": _why(GDC),
 }
