@@ -114,6 +114,53 @@ def ensure_context() -> int:
     return ctx.value
 
 
+_primary: dict = {}  # device ordinal -> its retained primary context (torch's, for that device)
+
+
+def primary_context(ordinal: int) -> int:
+    """Device `ordinal`'s primary context, retained once: the one torch allocates in."""
+    ctx = _primary.get(ordinal)
+    if ctx is None:
+        handle = c_void_p()
+        check(_init().cuDevicePrimaryCtxRetain(handle, _device(ordinal)), "cuDevicePrimaryCtxRetain")
+        ctx = _primary[ordinal] = handle.value
+    return ctx
+
+
+def current_context() -> int | None:
+    ctx = c_void_p()
+    check(_init().cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
+    return ctx.value
+
+
+def set_context(ctx: int | None) -> None:
+    check(_init().cuCtxSetCurrent(c_void_p(ctx)), "cuCtxSetCurrent")
+
+
+class on_device:
+    """`with on_device(d):` device d's primary context is current inside (a module loads into
+    it, a launch runs in it), the previous one again after; `d` None leaves it as it is."""
+
+    def __init__(self, ordinal: int | None):
+        self.ordinal = ordinal
+
+    def __enter__(self):
+        if self.ordinal is None:
+            ensure_context()
+            return self
+        self.previous = current_context()
+        ctx = primary_context(self.ordinal)
+        if ctx != self.previous:
+            set_context(ctx)
+        else:
+            self.previous = False  # nothing to restore
+        return self
+
+    def __exit__(self, *exc):
+        if self.ordinal is not None and self.previous is not False:
+            set_context(self.previous)
+
+
 def _attribute(attr: int, device: int) -> int:
     value = c_int()
     check(_init().cuDeviceGetAttribute(value, attr, _device(device)), "cuDeviceGetAttribute")
@@ -134,14 +181,17 @@ def synchronize() -> None:
 
 
 class Module:
-    """A loaded cubin/fatbin/PTX image (cuModuleLoadData)."""
+    """A loaded cubin/fatbin/PTX image (cuModuleLoadData), in device `device`'s primary
+    context (None: the current context, else device 0's): a module belongs to one context,
+    and its functions launch only there."""
 
-    def __init__(self, image: bytes):
-        ensure_context()
+    def __init__(self, image: bytes, device: int | None = None):
         # Kept alive with the module; the copy adds the NUL that PTX text needs.
         self._image = ctypes.create_string_buffer(bytes(image))
+        self.device = device
         handle = c_void_p()
-        check(_load().cuModuleLoadData(handle, self._image), "cuModuleLoadData")
+        with on_device(device):
+            check(_load().cuModuleLoadData(handle, self._image), "cuModuleLoadData")
         self.handle = handle.value
 
     def function(self, name: str) -> "Function":

@@ -5,9 +5,16 @@ row-major tensor, into TMA copies; the kernel then takes a pointer to a
 descriptor of that tensor, which only the host can encode: its address, its
 bounds and row stride (values of the launch's scalar arguments, named in the
 ABI entry), the box one copy moves and the shared-memory swizzle. Each
-descriptor is encoded once, copied to the device on the launch's stream and
-kept, keyed by what it encodes; a launch with the same tensor and sizes only
-looks it up.
+descriptor is encoded once per device, copied to that device on the launch's
+stream and kept, keyed by what it encodes; a launch with the same tensor and
+sizes only looks it up.
+
+CUDA graphs: the copy is asynchronous, from pinned host memory kept with the
+device buffer, so a first launch under `torch.cuda.graph` capture records it as
+a memcpy node (replays copy the same bytes again) rather than breaking the
+capture with a synchronous copy; descriptors made while capturing are never
+dropped from the cache (the graph's kernels keep reading them). A warm-up
+launch before capture (torch's advice anyway) makes replays only read them.
 """
 
 from __future__ import annotations
@@ -30,14 +37,14 @@ class TensorMap:
     def sizes(self, values: list) -> tuple[int, int, int]:
         return tuple(values[v] if kind == "arg" else v for kind, v in self.refs)
 
-    def __call__(self, address: int, rows: int, cols: int, stride: int) -> int:
-        key = (address, rows, cols, stride)
+    def __call__(self, address: int, rows: int, cols: int, stride: int, device: int = 0) -> int:
+        key = (address, rows, cols, stride, device)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = self._upload(address, rows, cols, stride)
+            hit = self._cache[key] = self._upload(address, rows, cols, stride, device)
         return hit[1]
 
-    def _upload(self, address, rows, cols, stride):
+    def _upload(self, address, rows, cols, stride, device):
         import torch
 
         e = self.entry
@@ -49,7 +56,11 @@ class TensorMap:
             raise cuda_driver.CudaError(
                 f"argument '{self.name}': no TMA descriptor for a {rows} x {cols} block view with row stride {stride} "
                 f"at 0x{address:x}: {err}") from None
-        if len(self._cache) >= _MAX_CACHED:
-            self._cache.clear()  # the stream orders a reuse of the freed buffers after the kernels that read them
-        buf = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(torch.device("cuda", torch.cuda.current_device()))
-        return buf, buf.data_ptr()
+        capturing = torch.cuda.is_current_stream_capturing()
+        if len(self._cache) >= _MAX_CACHED and not capturing:
+            # (the stream orders a reuse of the freed buffers after the kernels that read them)
+            self._cache = {k: v for k, v in self._cache.items() if v[2]}
+        host = torch.frombuffer(bytearray(data), dtype=torch.uint8).pin_memory()
+        buf = torch.empty(128, dtype=torch.uint8, device=torch.device("cuda", device))
+        buf.copy_(host, non_blocking=True)  # on buf's device's current stream: the launch's
+        return buf, buf.data_ptr(), capturing, host
