@@ -25,6 +25,9 @@ Imports torch, never MLIR.
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import torch
 
 
@@ -36,7 +39,7 @@ def op(name: str, fn=None, /, *, mutates_args=(), device_types=None, schema: str
 
     def register(fn):
         custom = torch.library.custom_op(name, mutates_args=mutates_args, device_types=device_types, schema=schema)(fn)
-        custom.register_fake(fake if fake is not None else fn)
+        custom.register_fake(fake if fake is not None else _on_fake_tensors(fn))
         if backward is not None:
             custom.register_autograd(backward, setup_context=setup_context)
         return custom
@@ -52,3 +55,16 @@ def autograd(forward, backward, name: str | None = None):
                {"forward": staticmethod(forward), "backward": staticmethod(backward),
                 "__doc__": getattr(forward, "__doc__", None), "__module__": getattr(forward, "__module__", __name__)})
     return cls.apply
+
+
+def _on_fake_tensors(fn):
+    """`fn` as a fake implementation: the launches' binder reads each tensor's `data_ptr()`
+    (0 for a fake tensor, then the launch returns), which torch warns of."""
+
+    @functools.wraps(fn)
+    def fake(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
+            return fn(*args, **kwargs)
+
+    return fake
