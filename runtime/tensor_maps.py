@@ -12,9 +12,10 @@ sizes only looks it up.
 CUDA graphs: the copy is asynchronous, from pinned host memory kept with the
 device buffer, so a first launch under `torch.cuda.graph` capture records it as
 a memcpy node (replays copy the same bytes again) rather than breaking the
-capture with a synchronous copy; descriptors made while capturing are never
-dropped from the cache (the graph's kernels keep reading them). A warm-up
-launch before capture (torch's advice anyway) makes replays only read them.
+capture with a synchronous copy; once one was made while capturing, none is
+dropped from the cache any more (a graph's kernels keep reading theirs). A
+warm-up launch before capture (torch's advice anyway: it also loads the module)
+makes replays only read them; new values in the same buffers keep them valid.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from __future__ import annotations
 from . import cuda_driver
 
 _MAX_CACHED = 1024
+# Whether a descriptor was made during a CUDA graph capture: a graph may then read any of them
+# on replay (one made before capture too), so none is dropped any more.
+_captured = False
 
 
 class TensorMap:
@@ -56,11 +60,13 @@ class TensorMap:
             raise cuda_driver.CudaError(
                 f"argument '{self.name}': no TMA descriptor for a {rows} x {cols} block view with row stride {stride} "
                 f"at 0x{address:x}: {err}") from None
+        global _captured
         capturing = torch.cuda.is_current_stream_capturing()
-        if len(self._cache) >= _MAX_CACHED and not capturing:
+        _captured = _captured or capturing
+        if len(self._cache) >= _MAX_CACHED and not _captured:
             # (the stream orders a reuse of the freed buffers after the kernels that read them)
-            self._cache = {k: v for k, v in self._cache.items() if v[2]}
+            self._cache.clear()
         host = torch.frombuffer(bytearray(data), dtype=torch.uint8).pin_memory()
         buf = torch.empty(128, dtype=torch.uint8, device=torch.device("cuda", device))
         buf.copy_(host, non_blocking=True)  # on buf's device's current stream: the launch's
-        return buf, buf.data_ptr(), capturing, host
+        return buf, buf.data_ptr(), host

@@ -146,3 +146,17 @@ def test_on_device_switches_to_the_primary_context_and_back(monkeypatch):
         with cuda_driver.on_device(0):
             assert lib.current == 0xC0
     assert lib.retained == [1, 0] and lib.sets == [0xC1, 0xC0] * 2
+
+
+def test_mixed_devices_are_refused_before_compiling(monkeypatch):
+    """Without TILE_TARGET the target comes from the tensors' device: two devices are the
+    LaunchError there, before any build (a host with only the cache could not compile)."""
+    from tile.runtime import cache
+
+    monkeypatch.delenv("TILE_TARGET", raising=False)
+    monkeypatch.setattr(cache, "load_or_build", lambda *a, **k: pytest.fail("compiled"))
+    kernel = tile.kernel(_add)
+    x, y = OnDevice.of(torch.randn(8), 0), OnDevice.of(torch.randn(8), 1)
+    for launch in (kernel[(1,)], kernel._generic((1,))):
+        with pytest.raises(tile.LaunchError, match=r"'x' \(cuda:0\) and 'y' \(cuda:1\) are on different devices"):
+            launch(x, y, x, 8, BLOCK=64)
