@@ -10,9 +10,9 @@ stream and kept, keyed by what it encodes; a launch with the same tensor and
 sizes only looks it up.
 
 CUDA graphs: the copy is asynchronous, from pinned host memory kept with the
-device buffer, so a first launch under `torch.cuda.graph` capture records it as
-a memcpy node (replays copy the same bytes again) rather than breaking the
-capture with a synchronous copy; once one was made while capturing, none is
+device buffer (while capturing, from a slab pinned before), so a first launch
+under `torch.cuda.graph` capture records it as a memcpy node (replays copy the
+same bytes again) rather than breaking the capture with a synchronous copy; once one was made while capturing, none is
 dropped from the cache any more (a graph's kernels keep reading theirs). A
 warm-up launch before capture (torch's advice anyway: it also loads the module)
 makes replays only read them; new values in the same buffers keep them valid.
@@ -66,7 +66,31 @@ class TensorMap:
         if len(self._cache) >= _MAX_CACHED and not _captured:
             # (the stream orders a reuse of the freed buffers after the kernels that read them)
             self._cache.clear()
-        host = torch.frombuffer(bytearray(data), dtype=torch.uint8).pin_memory()
+        host = _pinned(capturing, self.name)
+        host.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
         buf = torch.empty(128, dtype=torch.uint8, device=torch.device("cuda", device))
         buf.copy_(host, non_blocking=True)  # on buf's device's current stream: the launch's
         return buf, buf.data_ptr(), host
+
+
+_SLAB_SLOTS = 256
+_slab: list = []  # free 128-byte slices of pinned memory pinned before any capture
+
+
+def _pinned(capturing: bool, name: str):
+    """128 bytes of pinned host memory for one descriptor's copy, owned by it. While a stream is
+    captured, pinning is no call to make (the host allocator queries events): the slice then
+    comes from a slab pinned earlier, refilled by each upload outside a capture."""
+    import torch
+
+    if not capturing:
+        if len(_slab) < _SLAB_SLOTS // 4:
+            slab = torch.empty(128 * _SLAB_SLOTS, dtype=torch.uint8, pin_memory=True)
+            _slab.extend(slab[i * 128:(i + 1) * 128] for i in range(_SLAB_SLOTS))
+        return torch.empty(128, dtype=torch.uint8, pin_memory=True)
+    if not _slab:
+        from ..frontend.errors import LaunchError
+
+        raise LaunchError(f"argument '{name}': a TMA descriptor made during a CUDA graph capture needs pinned memory "
+                          f"set aside by an earlier launch of a TMA kernel: launch it once before capturing")
+    return _slab.pop()

@@ -160,3 +160,17 @@ def test_mixed_devices_are_refused_before_compiling(monkeypatch):
     for launch in (kernel[(1,)], kernel._generic((1,))):
         with pytest.raises(tile.LaunchError, match=r"'x' \(cuda:0\) and 'y' \(cuda:1\) are on different devices"):
             launch(x, y, x, 8, BLOCK=64)
+
+
+def test_tensor_map_staging_during_a_capture(monkeypatch):
+    """While a stream is captured no memory is pinned: a descriptor's staging bytes come from
+    the slab set aside before; with none, the error says to launch once before capturing."""
+    from tile.runtime import tensor_maps
+
+    monkeypatch.setattr(tensor_maps, "_slab", [])
+    with pytest.raises(tile.LaunchError, match="argument 'a': a TMA descriptor made during a CUDA graph capture .* "
+                                               "launch it once before capturing"):
+        tensor_maps._pinned(True, "a")
+    slot = torch.empty(128, dtype=torch.uint8)
+    tensor_maps._slab.append(slot)
+    assert tensor_maps._pinned(True, "a") is slot and tensor_maps._slab == []
