@@ -32,6 +32,7 @@ _SIGNATURES = {
     "cuLaunchKernel": (c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
                        c_uint, c_void_p, POINTER(c_void_p), POINTER(c_void_p)),
     "cuCtxSynchronize": (),
+    "cuThreadExchangeStreamCaptureMode": (POINTER(c_int),),
     "cuGetErrorName": (c_int, POINTER(c_char_p)),
     "cuGetErrorString": (c_int, POINTER(c_char_p)),
     # tensorMap, dataType, rank, globalAddress, globalDim, globalStrides, boxDim, elementStrides,
@@ -161,6 +162,23 @@ class on_device:
             set_context(self.previous)
 
 
+CU_STREAM_CAPTURE_MODE_RELAXED = 2
+
+
+class relaxed_capture:
+    """`with relaxed_capture():` this thread may make calls that a stream capture in torch's
+    default (global) mode forbids, such as loading a module: a kernel's first launch may then
+    come while a CUDA graph is captured (its module is no part of the graph)."""
+
+    def __enter__(self):
+        self.mode = c_int(CU_STREAM_CAPTURE_MODE_RELAXED)
+        check(_init().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode)), "cuThreadExchangeStreamCaptureMode")
+        return self
+
+    def __exit__(self, *exc):
+        check(_init().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode)), "cuThreadExchangeStreamCaptureMode")
+
+
 def _attribute(attr: int, device: int) -> int:
     value = c_int()
     check(_init().cuDeviceGetAttribute(value, attr, _device(device)), "cuDeviceGetAttribute")
@@ -190,7 +208,7 @@ class Module:
         self._image = ctypes.create_string_buffer(bytes(image))
         self.device = device
         handle = c_void_p()
-        with on_device(device):
+        with on_device(device), relaxed_capture():
             check(_load().cuModuleLoadData(handle, self._image), "cuModuleLoadData")
         self.handle = handle.value
 

@@ -4,6 +4,8 @@ cuda:0 or cuda:1. A kernel's module is loaded once per device, lazily; a launch 
 the device of its tensors (not the current one), that device's current stream and its
 context; tensors of two devices in one launch are a LaunchError naming them."""
 
+import contextlib
+
 import pytest
 import torch
 
@@ -174,3 +176,28 @@ def test_tensor_map_staging_during_a_capture(monkeypatch):
     slot = torch.empty(128, dtype=torch.uint8)
     tensor_maps._slab.append(slot)
     assert tensor_maps._pinned(True, "a") is slot and tensor_maps._slab == []
+
+
+def test_module_loads_in_relaxed_capture_mode(monkeypatch):
+    """A module loads with the thread's stream-capture mode relaxed, then restored: a first
+    launch inside torch.cuda.graph (global mode) may load it."""
+    from tile.runtime import cuda_driver
+
+    class Lib:
+        mode, seen = 0, []
+
+        def cuThreadExchangeStreamCaptureMode(self, mode):
+            mode._obj.value, self.mode = self.mode, mode._obj.value
+            return 0
+
+        def cuModuleLoadData(self, handle, image):
+            self.seen.append(self.mode)
+            handle.value = 0x77
+            return 0
+
+    lib = Lib()
+    monkeypatch.setattr(cuda_driver, "_init", lambda: lib)
+    monkeypatch.setattr(cuda_driver, "_load", lambda: lib)
+    monkeypatch.setattr(cuda_driver, "on_device", lambda device: contextlib.nullcontext())
+    assert cuda_driver.Module(b"cubin", 1).handle == 0x77
+    assert lib.seen == [cuda_driver.CU_STREAM_CAPTURE_MODE_RELAXED] and lib.mode == 0
