@@ -50,10 +50,7 @@ class CudaLauncher:
         """The kernel's function on CUDA device `device` (None: the current one), its module
         loaded into that device's primary context on first use: a function of one context
         does not launch in another."""
-        if not self._functions and not cuda_driver.available():
-            raise DeviceUnavailableError(
-                f"{self.name} was compiled for {self.metadata['target']} into the cache "
-                f"({self.metadata.get('cache_path')}), but this host has no CUDA device to run it")
+        self._need_device()
         if device is None:
             device = _stream_getters()[1]()
         fn = self._functions.get(device)
@@ -72,8 +69,15 @@ class CudaLauncher:
     def check(self, values):
         """Called once per new argument signature, not per launch: tensors on one CUDA device."""
         device = tensor_device(self.arg_names, values)
-        self.function(device)  # first: say so if there is no device at all
+        self._need_device()  # first: say so if there is no device at all
         check_values(self.arg_names, values, want_cuda=True)
+        self.function(device)
+
+    def _need_device(self):
+        if not self._functions and not cuda_driver.available():
+            raise DeviceUnavailableError(
+                f"{self.name} was compiled for {self.metadata['target']} into the cache "
+                f"({self.metadata.get('cache_path')}), but this host has no CUDA device to run it")
 
     def __call__(self, grid, values, names):
         device = tensor_device(names, values)
