@@ -12,6 +12,7 @@
    layer_norm_backward.py's op trains with torch's gradients, compiled.
 3. Several GPUs (when there are): launches on cuda:1 tensors while cuda:0 is current, on
    a side stream of cuda:1, and the LaunchError of a launch mixing devices.
+4. tile.testing: do_bench (against Triton's) and roofline of a vector add.
 
     TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src python3 .device/src/tile/benchmarks/torch_on_device.py
                                                          # on the GPU machine, after build_for_device.sh; --out for JSON
@@ -19,7 +20,6 @@
                                                          # TILE_COMPILE_ONLY=1): the cubins it needs
 """
 
-from __future__ import annotations
 
 import argparse
 import copy
@@ -30,12 +30,11 @@ import sys
 import time
 import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import torch
 
+import tile
 
 def _setup_path():
-    import tile
-
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(tile.__file__)), "examples"))
 
 
@@ -47,8 +46,6 @@ class Recorder:
         self.launches = []
 
     def __enter__(self):
-        import tile
-
         self._original = original = tile.Kernel.__getitem__
         launches = self.launches
 
@@ -65,16 +62,12 @@ class Recorder:
         return self
 
     def __exit__(self, *exc):
-        import tile
-
         tile.Kernel.__getitem__ = self._original
 
 
 def clone_storages(values, storages=None):
     """`values` with each tensor (and tensor descriptor's tensor) a view of a copy of its storage:
     same offsets, sizes and strides; tensors sharing a storage share the copy."""
-    import torch
-
     storages = {} if storages is None else storages
 
     def one(v):
@@ -106,8 +99,6 @@ def _tensors(values):
 
 def refill(values, generator):
     """New values in the float tensors (the integer ones are often indices: kept)."""
-    import torch
-
     for t in _tensors(values):
         if t.dtype.is_floating_point and t.numel():
             t.copy_(torch.randn(t.shape, generator=generator, device=t.device).to(t.dtype))
@@ -115,8 +106,6 @@ def refill(values, generator):
 
 def check_graph(kernel, grid, args, kwargs, compile_only: bool) -> str:
     """Capture one recorded launch in a CUDA graph and replay it with new inputs against eager launches."""
-    import torch
-
     flat = list(args) + list(kwargs.values())
     static, _ = clone_storages(flat)
     s_args, s_kwargs = static[:len(args)], dict(zip(kwargs, static[len(args):]))
@@ -179,23 +168,22 @@ def run_graphs(device: str, compile_only: bool, names) -> list:
 
 
 # ---- torch.compile --------------------------------------------------------------------
+@tile.kernel
+def axpy_kernel(x, y, out, alpha, n, BLOCK: tile.constexpr):
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    mask = offs < n
+    tile.store(out + offs, alpha * tile.load(x + offs, mask=mask) + tile.load(y + offs, mask=mask), mask=mask)
+
+
+@tile.torch.op("tile_device::axpy", mutates_args=())
+def axpy(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    axpy_kernel[(tile.cdiv(x.numel(), 256),)](x, y, out, alpha, x.numel(), BLOCK=256)
+    return out
+
+
 def run_compile(device: str, compile_only: bool) -> list:
-    import torch
-
-    import tile
     from layer_norm_backward import layer_norm_op
-
-    @tile.kernel
-    def axpy_kernel(x, y, out, alpha, n, BLOCK: tile.constexpr):
-        offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
-        mask = offs < n
-        tile.store(out + offs, alpha * tile.load(x + offs, mask=mask) + tile.load(y + offs, mask=mask), mask=mask)
-
-    @tile.torch.op("tile_device::axpy", mutates_args=())
-    def axpy(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
-        out = torch.empty_like(x)
-        axpy_kernel[(tile.cdiv(x.numel(), 256),)](x, y, out, alpha, x.numel(), BLOCK=256)
-        return out
 
     def model(x, y, w, b):
         return layer_norm_op(torch.relu(axpy(x, y, 2.0)), w, b, 1e-5) * 3
@@ -267,9 +255,6 @@ def run_compile(device: str, compile_only: bool) -> list:
 
 # ---- several devices ------------------------------------------------------------------
 def run_devices(compile_only: bool) -> list:
-    import torch
-
-    import tile
     from vector_add import add_kernel
 
     if compile_only or torch.cuda.device_count() < 2:
@@ -328,6 +313,38 @@ def run_devices(compile_only: bool) -> list:
     return results
 
 
+# ---- tile.testing ------------------------------------------------------------------------
+def run_timing(compile_only: bool) -> list:
+    """do_bench and roofline on the GPU: a vector add's time (against Triton's do_bench, where
+    Triton is installed) and its share of the copy ceiling."""
+    from vector_add import add
+
+    if compile_only:
+        return []
+    n = 1 << 26
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    results = []
+    try:
+        ms = tile.testing.do_bench(lambda: add(x, y))
+        r = tile.testing.roofline(ms, bytes=3 * 4 * n)
+        detail = f"vector add of 2**26 floats: {r}"
+        try:
+            import triton.testing
+
+            theirs = triton.testing.do_bench(lambda: add(x, y))
+            detail += f"; triton.testing.do_bench {theirs * 1e3:.1f} us"
+            assert 0.7 < ms / theirs < 1.4, (ms, theirs)
+        except ImportError:
+            pass
+        assert 0.3 < r.bandwidth_fraction < 1.3, str(r)
+        status = "ok"
+    except Exception as e:  # noqa: BLE001
+        status, detail = "FAIL", "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
+    results.append({"part": "timing", "check": "do_bench + roofline", "status": status, "detail": detail})
+    print(f"timing   {'do_bench + roofline':40s} {status:8s} {detail[:300]}", flush=True)
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile-only", action="store_true")
@@ -335,8 +352,6 @@ def main() -> int:
     ap.add_argument("names", nargs="*", help="examples (default: all)")
     args = ap.parse_args()
     if args.compile_only:
-        import torch
-
         os.environ.setdefault("TILE_TARGET", "sm_90a")
         os.environ["TILE_COMPILE_ONLY"] = "1"
         # Outputs are never written in a compile-only run: skip the examples' checks so that
@@ -346,10 +361,8 @@ def main() -> int:
     device = "cpu" if args.compile_only else "cuda"
     results = run_graphs(device, args.compile_only, args.names)
     if not args.names:
-        results += run_compile(device, args.compile_only) + run_devices(args.compile_only)
+        results += run_compile(device, args.compile_only) + run_devices(args.compile_only) + run_timing(args.compile_only)
     if args.out:
-        import torch
-
         os.makedirs(args.out, exist_ok=True)
         record = {"device": "compile-only" if args.compile_only else torch.cuda.get_device_name(), "torch": torch.__version__,
                   "results": results}

@@ -1,4 +1,9 @@
-"""Launches a cubin from the cache on torch's current CUDA stream.
+"""Launches a cubin from the cache on its tensors' device, on torch's current stream there.
+
+The cubin is loaded once per device, into that device's primary context (torch's),
+at the first launch there; a launch takes the device of its tensor arguments (the
+current one if it has none), that device's current stream, and that device's
+context when another is current. Tensors of two devices are a LaunchError.
 
 The kernel parameters are built from the ABI recorded at compile time (read
 back from the compiled function's signature): for each tensor its pointer
