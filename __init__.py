@@ -30,6 +30,24 @@ if __package__:
     from .runtime.autotune import Autotuner, Config, autotune
     from .runtime.kernel import Kernel, func, jit, kernel
 
+    def _lazy(alias: str, target: str):
+        """`tile.<alias>`, importable as such, whose module (it imports torch) loads on first use."""
+        import importlib.util
+
+        spec = importlib.util.find_spec(target)
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        module = importlib.util.module_from_spec(spec)
+        _sys.modules[target] = _sys.modules[f"{__name__}.{alias}"] = module
+        spec.loader.exec_module(module)
+        return module
+
+    torch = _lazy("torch", f"{__name__}.runtime.torch_ops")  # tile.torch.op, tile.torch.autograd
+    testing = _lazy("testing", f"{__name__}.runtime.testing")  # tile.testing.do_bench, roofline
+
+    def profile(*args, **kwargs):
+        """`tile.testing.profile`: a kernel's Nsight Compute metrics (see there)."""
+        return testing.profile(*args, **kwargs)
+
 __all__ = [
     "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int16", "int1", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",

@@ -21,6 +21,8 @@ export TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 TILE_CACHE_DIR=$PWD/$D/cache PYTHO
 # The GPU halves of the tests: fuzz regressions, and the language's kernels (from tests/).
 "$PY" "$D"/src/tile/benchmarks/regressions_on_device.py --compile-only
 "$PY" "$D"/src/tile/benchmarks/language_on_device.py --compile-only
+# CUDA graphs of every example's launches, torch.compile, several GPUs (tile.torch).
+"$PY" "$D"/src/tile/benchmarks/torch_on_device.py --compile-only
 # The device needs only the cubins and their metadata (the IR of every stage would
 # take the carry past its 64 MiB): keep those and the PTX.
 find "$D/cache" -name 'stage-*' ! -name 'stage-ptx.ptx' -delete

@@ -41,6 +41,7 @@ def stub_driver() -> dict:
     """Fake just the device: the driver's entry points become native no-ops, CPU tensors
     pass the once-per-signature device check, the current stream is 0. Everything tile does
     per launch (binding, specialization key, parameter slots, the ctypes call) runs as is."""
+    import contextlib
     import ctypes
     import ctypes.util
 
@@ -61,7 +62,7 @@ def stub_driver() -> dict:
             return fn
 
     class NoModule:
-        def __init__(self, image):
+        def __init__(self, image, device=None):
             pass
 
         def function(self, name):
@@ -70,6 +71,7 @@ def stub_driver() -> dict:
     cuda_driver._lib, cuda_driver._initialized = NoOpLib(), True
     cuda_driver.available = lambda: True
     cuda_driver.Module = NoModule
+    cuda_driver.on_device = lambda device: contextlib.nullcontext()  # (one device, its context current)
     cuda_launcher._getters = (abs, int)  # torch's raw-stream and device queries: one C call each, like these
     check_tensor = arguments.check_tensor
     arguments.check_tensor = lambda name, t, want_cuda: check_tensor(name, t, False)

@@ -27,3 +27,20 @@ def check_tensor(name: str, t, want_cuda: bool):
         raise LaunchError(f"argument '{name}' is on {t.device} but the kernel was compiled for the CPU target")
     if any(s < 0 for s in t.stride()):
         raise LaunchError(f"argument '{name}' has a negative stride {t.stride()}")
+
+
+def tensor_device(names, values) -> int | None:
+    """The CUDA device ordinal of a launch's tensors (None if none is on a CUDA device); tensors
+    on two devices are an error naming them (a kernel runs on one device and reads its memory)."""
+    device = first = None
+    for name, v in zip(names, values):
+        d = getattr(v, "device", None)
+        if d is None or d.type != "cuda":
+            continue
+        index = d.index if d.index is not None else 0
+        if device is None:
+            device, first = index, name
+        elif index != device:
+            raise LaunchError(f"arguments '{first}' (cuda:{device}) and '{name}' (cuda:{index}) are on different "
+                              f"devices: a kernel runs on one device (move them to one)")
+    return device

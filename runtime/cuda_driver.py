@@ -32,6 +32,7 @@ _SIGNATURES = {
     "cuLaunchKernel": (c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
                        c_uint, c_void_p, POINTER(c_void_p), POINTER(c_void_p)),
     "cuCtxSynchronize": (),
+    "cuThreadExchangeStreamCaptureMode": (POINTER(c_int),),
     "cuGetErrorName": (c_int, POINTER(c_char_p)),
     "cuGetErrorString": (c_int, POINTER(c_char_p)),
     # tensorMap, dataType, rank, globalAddress, globalDim, globalStrides, boxDim, elementStrides,
@@ -114,6 +115,70 @@ def ensure_context() -> int:
     return ctx.value
 
 
+_primary: dict = {}  # device ordinal -> its retained primary context (torch's, for that device)
+
+
+def primary_context(ordinal: int) -> int:
+    """Device `ordinal`'s primary context, retained once: the one torch allocates in."""
+    ctx = _primary.get(ordinal)
+    if ctx is None:
+        handle = c_void_p()
+        check(_init().cuDevicePrimaryCtxRetain(handle, _device(ordinal)), "cuDevicePrimaryCtxRetain")
+        ctx = _primary[ordinal] = handle.value
+    return ctx
+
+
+def current_context() -> int | None:
+    ctx = c_void_p()
+    check(_init().cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
+    return ctx.value
+
+
+def set_context(ctx: int | None) -> None:
+    check(_init().cuCtxSetCurrent(c_void_p(ctx)), "cuCtxSetCurrent")
+
+
+class on_device:
+    """`with on_device(d):` device d's primary context is current inside (a module loads into
+    it, a launch runs in it), the previous one again after; `d` None leaves it as it is."""
+
+    def __init__(self, ordinal: int | None):
+        self.ordinal = ordinal
+
+    def __enter__(self):
+        if self.ordinal is None:
+            ensure_context()
+            return self
+        self.previous = current_context()
+        ctx = primary_context(self.ordinal)
+        if ctx != self.previous:
+            set_context(ctx)
+        else:
+            self.previous = False  # nothing to restore
+        return self
+
+    def __exit__(self, *exc):
+        if self.ordinal is not None and self.previous is not False:
+            set_context(self.previous)
+
+
+CU_STREAM_CAPTURE_MODE_RELAXED = 2
+
+
+class relaxed_capture:
+    """`with relaxed_capture():` this thread may make calls that a stream capture in torch's
+    default (global) mode forbids, such as loading a module: a kernel's first launch may then
+    come while a CUDA graph is captured (its module is no part of the graph)."""
+
+    def __enter__(self):
+        self.mode = c_int(CU_STREAM_CAPTURE_MODE_RELAXED)
+        check(_init().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode)), "cuThreadExchangeStreamCaptureMode")
+        return self
+
+    def __exit__(self, *exc):
+        check(_init().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode)), "cuThreadExchangeStreamCaptureMode")
+
+
 def _attribute(attr: int, device: int) -> int:
     value = c_int()
     check(_init().cuDeviceGetAttribute(value, attr, _device(device)), "cuDeviceGetAttribute")
@@ -134,14 +199,17 @@ def synchronize() -> None:
 
 
 class Module:
-    """A loaded cubin/fatbin/PTX image (cuModuleLoadData)."""
+    """A loaded cubin/fatbin/PTX image (cuModuleLoadData), in device `device`'s primary
+    context (None: the current context, else device 0's): a module belongs to one context,
+    and its functions launch only there."""
 
-    def __init__(self, image: bytes):
-        ensure_context()
+    def __init__(self, image: bytes, device: int | None = None):
         # Kept alive with the module; the copy adds the NUL that PTX text needs.
         self._image = ctypes.create_string_buffer(bytes(image))
+        self.device = device
         handle = c_void_p()
-        check(_load().cuModuleLoadData(handle, self._image), "cuModuleLoadData")
+        with on_device(device), relaxed_capture():
+            check(_load().cuModuleLoadData(handle, self._image), "cuModuleLoadData")
         self.handle = handle.value
 
     def function(self, name: str) -> "Function":

@@ -1,4 +1,9 @@
-"""Launches a cubin from the cache on torch's current CUDA stream.
+"""Launches a cubin from the cache on its tensors' device, on torch's current stream there.
+
+The cubin is loaded once per device, into that device's primary context (torch's),
+at the first launch there; a launch takes the device of its tensor arguments (the
+current one if it has none), that device's current stream, and that device's
+context when another is current. Tensors of two devices are a LaunchError.
 
 The kernel parameters are built from the ABI recorded at compile time (read
 back from the compiled function's signature): for each tensor its pointer
@@ -22,7 +27,7 @@ from collections import Counter
 
 from ..frontend.errors import DeviceUnavailableError, LaunchError
 from . import cuda_driver
-from .arguments import CTYPES, check_values
+from .arguments import CTYPES, check_values, tensor_device
 from .tensor_maps import TensorMap
 
 
@@ -33,7 +38,8 @@ class CudaLauncher:
         self.abi = [(a["arg"], a["part"], a.get("dim", 0), a["type"]) for a in metadata["abi"]]
         self.arg_names = [a[0] for a in metadata["args"]]
         self.shared_bytes = metadata.get("shared_bytes", 0)
-        self._function = None
+        self._functions: dict = {}  # device ordinal -> Function (a module per primary context)
+        self._handles: dict = {}  # device ordinal -> the function's handle as c_void_p
         # One preallocated ctypes slot per parameter, and the address array over them, built
         # once: a launch only writes values into the slots (launches from one thread at a time).
         self._slots = [ctypes.c_void_p() if ty == "ptr" else CTYPES[ty]() for _, _, _, ty in self.abi]
@@ -45,27 +51,44 @@ class CudaLauncher:
         self._plan = list(self._plan.items())
         self._fast: dict = {}
 
-    def function(self):
-        if self._function is None:
-            if not cuda_driver.available():
-                raise DeviceUnavailableError(
-                    f"{self.name} was compiled for {self.metadata['target']} into the cache "
-                    f"({self.metadata.get('cache_path')}), but this host has no CUDA device to run it")
-            self._module = cuda_driver.Module(self.cubin)
-            self._function = self._module.function(self.name)
-            # Past 48 KB, static shared memory included, a block must opt in: an FP8 matmul
-            # with 48 KB of dynamic and 2 KB of static (its mbarriers) failed to launch.
-            if self.shared_bytes and self.shared_bytes + self._function.static_shared_bytes() > 48 * 1024:
-                self._function.set_dynamic_shared_memory(self.shared_bytes)
-        return self._function
+    def function(self, device: int | None = None):
+        """The kernel's function on CUDA device `device` (None: the current one), its module
+        loaded into that device's primary context on first use: a function of one context
+        does not launch in another."""
+        self._need_device()
+        if device is None:
+            device = _stream_getters()[1]()
+        fn = self._functions.get(device)
+        if fn is None:
+            with cuda_driver.on_device(device):
+                module = cuda_driver.Module(self.cubin, device)
+                fn = module.function(self.name)
+                # Past 48 KB, static shared memory included, a block must opt in: an FP8 matmul
+                # with 48 KB of dynamic and 2 KB of static (its mbarriers) failed to launch.
+                if self.shared_bytes and self.shared_bytes + fn.static_shared_bytes() > 48 * 1024:
+                    fn.set_dynamic_shared_memory(self.shared_bytes)
+            self._functions[device] = fn
+            self._handles[device] = ctypes.c_void_p(fn.handle)
+        return fn
 
     def check(self, values):
-        """Called once per new argument signature, not per launch."""
-        self._function or self.function()  # first: say so if there is no device at all
+        """Called once per new argument signature, not per launch: tensors on one CUDA device."""
+        device = tensor_device(self.arg_names, values)
+        self._need_device()  # first: say so if there is no device at all
         check_values(self.arg_names, values, want_cuda=True)
+        self.function(device)
+
+    def _need_device(self):
+        if not self._functions and not cuda_driver.available():
+            raise DeviceUnavailableError(
+                f"{self.name} was compiled for {self.metadata['target']} into the cache "
+                f"({self.metadata.get('cache_path')}), but this host has no CUDA device to run it")
 
     def __call__(self, grid, values, names):
-        fn = self._function or self.function()
+        device = tensor_device(names, values)
+        if device is None:
+            device = _stream_getters()[1]()
+        fn = self._functions.get(device) or self.function(device)
         if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
             launch_failed(None, *grid)
         for arg, slots in self._plan:
@@ -74,12 +97,18 @@ class CudaLauncher:
                 ptr, shape, strides = v.data_ptr(), v.shape, v.stride()
                 for slot, part, dim in slots:
                     if part == "tma":
-                        slot.value = dim(ptr, *dim.sizes(values))
+                        slot.value = dim(ptr, *dim.sizes(values), device)
                         continue
                     slot.value = ptr if part == "ptr" else 0 if part == "offset" else shape[dim] if part == "size" else strides[dim]
             else:
                 slots[0][0].value = v
-        fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, _current_stream())
+        get_stream, current = _stream_getters()
+        stream = get_stream(device)
+        if current() == device:
+            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream)
+        else:
+            with cuda_driver.on_device(device):
+                fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream)
 
     # ---- the generated per-specialization launch ----------------------------------
     def params_read(self) -> set[int] | None:
@@ -94,17 +123,18 @@ class CudaLauncher:
             return None
         return {i for i, n in uses.items() if n > 1}
 
-    def fast_launch(self, kinds: tuple):
+    def fast_launch(self, kinds: tuple, device: int | None = None):
         """The launch function for arguments of `kinds` (one per run-time argument: "t" a
-        tensor, "i"/"f"/"b" an int/float/bool), called as `f(gx, gy, gz, *flat)` where
-        `flat` is, per argument, `t, t.data_ptr()` for a tensor and the value for a scalar.
-        Grid dims are positive ints below 2**31. None if kinds do not fit the ABI."""
-        if kinds not in self._fast:
-            self._fast[kinds] = self._generate(kinds)
-        return self._fast[kinds]
+        tensor, "i"/"f"/"b" an int/float/bool) on CUDA device `device` (that of the tensor
+        arguments; None: whichever is current at each launch), called as `f(gx, gy, gz, *flat)`
+        where `flat` is, per argument, `t, t.data_ptr()` for a tensor and the value for a
+        scalar. Grid dims are positive ints below 2**31. None if kinds do not fit the ABI."""
+        if (kinds, device) not in self._fast:
+            self._fast[kinds, device] = self._generate(kinds, device)
+        return self._fast[kinds, device]
 
-    def _generate(self, kinds):
-        fn = self._function or self.function()
+    def _generate(self, kinds, device):
+        self.function(device)  # (loaded now: a missing device is an error here, not at a launch)
         if any(arg >= len(kinds) or (kinds[arg] == "t") != (part != "value") for arg, part, _, _ in self.abi):
             return None
         read = self.params_read()
@@ -121,23 +151,32 @@ class CudaLauncher:
             if part == "tma":
                 m = self._maps[j]
                 sizes = ", ".join(f"a{v}" if kind == "arg" else str(v) for kind, v in m.refs)
-                body.append(f"_s{j}.value = _tma{j}(a{arg}p, {sizes})")
+                body.append(f"_s{j}.value = _tma{j}(a{arg}p, {sizes}, _d)")
                 maps.append(j)
             else:
                 value = {"ptr": f"a{arg}p", "value": f"a{arg}", "size": f"a{arg}si[{dim}]", "stride": f"a{arg}st[{dim}]"}[part]
                 body.append(f"_s{j}.value = {value}")
             slots.append(j)
         bx, by, bz = self.block
+        launch = f"_launch(_h, _gx, _gy, _gz, {bx}, {by}, {bz}, {self.shared_bytes}, _sv, _argv, None)"
+        # The device of the tensors, its function and its current stream; in its context when
+        # another device is current (as torch's device guard does for an op on a tensor there).
+        head = ["_d = _get_device()", "_h = _handles.get(_d)", "if _h is None:", "    _h = _handle(_d)"] if device is None \
+            else [f"_d = {device}"]
+        body[:0] = head
         body += [
-            "_st = _get_stream(_get_device())",
+            "_st = _get_stream(_d)",
             "_sv = _streams.get(_st)",
             "if _sv is None:",
             "    _sv = _stream_arg(_st)",
-            f"_r = _launch(_h, _gx, _gy, _gz, {bx}, {by}, {bz}, {self.shared_bytes}, _sv, _argv, None)",
-            "if _r:",
-            "    _check(_r, _gx, _gy, _gz)",
         ]
-        cells = ["_launch", "_h", "_argv", "_get_stream", "_get_device", "_streams", "_stream_arg", "_check"]
+        if device is None:
+            body.append(f"_r = {launch}")
+        else:
+            body += ["if _get_device() == _d:", f"    _r = {launch}", "else:", "    with _on_device(_d):", f"        _r = {launch}"]
+        body += ["if _r:", "    _check(_r, _gx, _gy, _gz)"]
+        cells = ["_launch", "_h", "_handles", "_handle", "_on_device", "_argv", "_get_stream", "_get_device", "_streams",
+                 "_stream_arg", "_check"]
         cells += [f"_s{j}" for j in slots] + [f"_tma{j}" for j in maps]
         src = (f"def _make({', '.join(cells)}):\n"
                f"    def launch_{self.name}({', '.join(params)}):\n"
@@ -148,7 +187,8 @@ class CudaLauncher:
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         exec(compile(src, filename, "exec"), namespace)
         get_stream, get_device = _stream_getters()
-        launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), ctypes.c_void_p(fn.handle), self._argv,
+        launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), self._handles.get(device), self._handles,
+                                    lambda d: self.function(d) and self._handles[d], cuda_driver.on_device, self._argv,
                                     get_stream, get_device, _streams, _stream_arg, launch_failed,
                                     *[self._slots[j] for j in slots], *[self._maps[j] for j in maps])
         launch.source = src
@@ -195,9 +235,3 @@ def _stream_getters():
         else:
             _getters = (lambda d: torch.cuda.current_stream(d).cuda_stream, torch.cuda.current_device)
     return _getters
-
-
-def _current_stream() -> int:
-    """torch's current stream on the current device."""
-    get, device = _stream_getters()
-    return get(device())

@@ -30,7 +30,8 @@ from ..frontend.names import captured, described
 from ..frontend.tensor_descriptor import is_descriptor
 from ..passes import plugins
 from . import cache, host_descriptors
-from .launch_binder import (OPTION_NAMES, FastLaunch, disjoint, exact_grid, flag_on, holds_nan, is_tensor, normal_grid,
+from .arguments import tensor_device
+from .launch_binder import (OPTION_NAMES, FastLaunch, disjoint, exact_grid, fake_launch, flag_on, holds_nan, is_tensor, normal_grid,
                             read_env, wide)
 
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 2}
@@ -246,6 +247,8 @@ class Kernel(FastLaunch):
             if is_tensor(v) and v.device.type == "cuda":
                 import torch
 
+                # (tensors of two devices: the LaunchError now, before anything is compiled)
+                tensor_device(self._names, [v.base if is_descriptor(v) else v for v in values])
                 major, minor = torch.cuda.get_device_capability(v.device)
                 # Hopper's architecture-specific features (wgmma) need the `a` target.
                 return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
@@ -323,6 +326,8 @@ class Kernel(FastLaunch):
         return tuple(key)
 
     def run(self, grid, args, kwargs):
+        if fake_launch(args, kwargs):
+            return  # torch's fake tensors (tracing: torch.compile, a custom op's fake): shapes only, nothing runs
         if host_descriptors.present(args, kwargs):  # launched by a view whose parameters are their parts
             view, flat, options = host_descriptors.expanded(self, args, kwargs)
             return view.run(grid, flat, options)

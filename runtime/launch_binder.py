@@ -16,6 +16,8 @@ import operator
 import os
 
 from ..frontend.errors import LaunchError, TileError
+from ..frontend.tensor_descriptor import is_descriptor
+from .arguments import tensor_device as launch_device
 
 OPTION_NAMES = ("num_warps", "num_stages")
 
@@ -88,6 +90,8 @@ class FastLaunch:
         """A binder key seen for the first time: find or build the specialization, check the
         arguments once, keep its launch function under the key and launch."""
         __tracebackhide__ = True  # noqa: F841
+        if fake_launch(params, {}):
+            return  # torch's fake tensors (tracing): nothing runs, nothing is kept
         try:
             named = {n: v for n, v in zip(self._names, params) if v is not _MISSING}
             for k, v in (("num_warps", num_warps), ("num_stages", num_stages)):
@@ -102,7 +106,9 @@ class FastLaunch:
             fast = None
             if _kinds_of(self, values) == self._kinds and not holds_nan(key):
                 make = getattr(launcher, "fast_launch", None)
-                fast = (make and make(self._kinds)) or _adapter(launcher, self._kinds, self._runtime_names)
+                # (per device: the key holds each tensor's device, and a function is one device's)
+                fast = (make and make(self._kinds, launch_device(names, runtime))) or \
+                    _adapter(launcher, self._kinds, self._runtime_names)
                 self._bound[key] = fast
             if grid_fn is not None:
                 grid = normal_grid(grid_fn({p.name: v for p, v in zip(self.params, values)}))
@@ -142,7 +148,8 @@ class FastLaunch:
                 ptr = f"{pre}p{i}"
                 reads.append(f"{ptr} = {n}.data_ptr()")
                 tensors.append(n)
-                key += [f"{n}.dtype", f"{n}.dim()", f"{n}.device", f"not {ptr} & 15"]
+                # (a null pointer, a fake or empty tensor's, keys apart: fake ones never bind)
+                key += [f"{n}.dtype", f"{n}.dim()", f"{n}.device", f"(not {ptr} & 15) if {ptr} else None"]
                 flat += [n, ptr]
             else:
                 guards.append(f"{n}.__class__ is not {pre}{ {'i': 'int', 'f': 'float', 'b': 'bool'}[kind] }")
@@ -231,6 +238,16 @@ def env_get():
         return data.get
     return lambda name: os.environ.get(name.decode())
 
+
+
+def fake_launch(args, kwargs) -> bool:
+    """Whether a launch's tensors are torch's FakeTensors (none has memory). Their `data_ptr()`
+    is 0 (in the binder's key: never a launch function kept for a real tensor's)."""
+    for v in (*args, *kwargs.values()):
+        v = v.base if is_descriptor(v) else v  # (a tensor descriptor's tensor)
+        if is_tensor(v) and type(v).__name__ == "FakeTensor":
+            return True
+    return False
 
 
 _MISSING = object()  # the binder's default for an argument not passed

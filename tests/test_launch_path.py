@@ -40,6 +40,8 @@ class FakeDriver:
 
     def __init__(self):
         self.launches, self.launchers, self.handles = [], {}, iter(range(0x1000, 0x2000))
+        self.loaded = []  # the device of each module loaded
+        self.current = 0  # the device whose context is current (`on_device` switches it)
 
     # cuda_driver._load() returns this object
     def __getitem__(self, name):
@@ -75,11 +77,25 @@ class FakeDriver:
         params = [ctypes.cast(argv[j], ctypes.POINTER(ctypes.c_void_p if ty == "ptr" else CTYPES[ty])).contents.value
                   for j, (_, _, _, ty) in enumerate(launcher.abi)]
         self.launches.append({"path": path, "launcher": launcher, "grid": (gx, gy, gz), "block": (bx, by, bz),
-                              "shared": shared, "stream": stream, "params": params, "extra": extra})
+                              "shared": shared, "stream": stream, "params": params, "extra": extra,
+                              "handle": handle, "context": self.current})
         return 0
 
-    def module(self, image):
+    def on_device(self, device):
         driver = self
+
+        class OnDevice:
+            def __enter__(self):
+                self.previous, driver.current = driver.current, driver.current if device is None else device
+
+            def __exit__(self, *exc):
+                driver.current = self.previous
+
+        return OnDevice()
+
+    def module(self, image, device=None):
+        driver = self
+        self.loaded.append(device)
 
         class Module:
             def __init__(self, image):
@@ -101,14 +117,15 @@ def driver(monkeypatch):
     monkeypatch.setattr(cuda_driver, "_load", lambda: fake)
     monkeypatch.setattr(cuda_driver, "available", lambda: True)
     monkeypatch.setattr(cuda_driver, "Module", fake.module)
+    monkeypatch.setattr(cuda_driver, "on_device", fake.on_device)
     monkeypatch.setattr(cuda_launcher, "_getters", (lambda device: STREAM, lambda: 0))
     check_tensor = arguments.check_tensor
     monkeypatch.setattr(arguments, "check_tensor", lambda name, t, want_cuda: check_tensor(name, t, False))
     function = CudaLauncher.function
 
-    def loading(self):  # tell the fake which launcher the next handle belongs to
+    def loading(self, device=None):  # tell the fake which launcher the next handle belongs to
         fake._loading = self
-        return function(self)
+        return function(self, device)
 
     monkeypatch.setattr(CudaLauncher, "function", loading)
     return fake
@@ -309,7 +326,7 @@ def test_tensor_map_parameters(driver, monkeypatch, path):
     monkeypatch.setenv("TILE_TARGET", "sm_90a")
     made = []
 
-    def upload(self, address, rows, cols, stride):
+    def upload(self, address, rows, cols, stride, device):
         made.append((self.entry["arg"], address, rows, cols, stride))
         return None, 0x7000 + 0x100 * len(made)
 
