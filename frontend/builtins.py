@@ -343,7 +343,7 @@ def tensor_method(arg: TensorArg, name: str):
 
 
 TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin", "ravel",
-                "expand_dims")
+                "expand_dims", "split", "join", "interleave")
 
 
 def tile_method(t: Tile, name: str):

@@ -65,6 +65,21 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     (`cache_modifier` ".wb", ".cg", ".cs", ".wt" and the load's other options, on a GPU)."""
 
 
+@_builtin
+def join(a, b):
+    """a and b stacked along a new last dim of size 2 (Triton's `tl.join`)."""
+
+
+@_builtin
+def split(x):
+    """The two halves of x along its last dim, which must be 2 (Triton's `tl.split`)."""
+
+
+@_builtin
+def interleave(a, b):
+    """a and b alternating along their last dim (Triton's `tl.interleave`)."""
+
+
 class tensor_descriptor:
     """Triton's `tl.tensor_descriptor`, for `isinstance(d, tile.tensor_descriptor)` in a kernel:
     what `make_tensor_descriptor` makes, or a `tile.TensorDescriptor` argument."""

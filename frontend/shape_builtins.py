@@ -8,11 +8,15 @@ import math
 from ..dialects import tile_ops
 from . import semantics
 from .builtins import SemanticError, _axis, _const_int, _shape, _tile, emitter
+from .dtypes import int32
 from .values import Tile
 
 
 @emitter("reshape")
-def _reshape(x, shape):
+def _reshape(x, *shape, can_reorder=False):
+    """x in another shape: `reshape(x, (a, b))` or Triton's `reshape(x, a, b)` (`can_reorder`
+    accepted: the order is always kept)."""
+    shape = shape[0] if len(shape) == 1 else shape
     x, shape = _tile(x, "reshape's operand"), _shape(shape, "shape")
     if math.prod(shape) != math.prod(x.shape):  # a scalar's shape is [] : one element
         raise SemanticError(f"cannot reshape a tile of shape {x.shape} to {shape}")
@@ -71,3 +75,41 @@ def _permute(x, *dims):
 @emitter("broadcast_to")
 def _broadcast_to(x, shape):
     return semantics.broadcast_to(_tile(x, "broadcast_to's operand"), _shape(shape, "shape"))
+
+
+@emitter("join")
+def _join(a, b):
+    """Triton's `join`: a and b (broadcast to one shape) stacked along a new last dim of 2."""
+    a, b = _tile(a, "join's a"), _tile(b, "join's b")
+    if a.dtype != b.dtype:
+        raise SemanticError(f"join needs operands of one dtype, got {a.dtype!r} and {b.dtype!r}")
+    common = semantics.broadcast_shapes(a.shape, b.shape) if (a.shape or b.shape) else []
+    a, b = semantics.broadcast_to(a, common), semantics.broadcast_to(b, common)
+    shape = list(common) + [2]
+    first = semantics.compare("==", Tile(tile_ops.arange(0, 2)), 0)
+    first = semantics.broadcast_to(_reshape(first, tuple([1] * len(common) + [2])), shape)
+    halves = [semantics.broadcast_to(_reshape(v, tuple(common) + (1,)), shape) for v in (a, b)]
+    return semantics.where(first, *halves)
+
+
+@emitter("split")
+def _split(x):
+    """Triton's `split`: a tile whose last dim is 2 as its two halves x[..., 0] and x[..., 1]
+    (each a `gather` at a constant index along that dim)."""
+    x = _tile(x, "split's operand")
+    if not x.shape or x.shape[-1] != 2:
+        raise SemanticError(f"split needs a tile whose last dim is 2, got shape {x.shape}")
+    pick = tuple(x.shape[:-1]) + (1,)
+    halves = []
+    for i in (0, 1):
+        index = semantics.constant(i, int32, list(pick))
+        half = Tile(tile_ops.gather(x.value, index.value, len(x.shape) - 1))
+        halves.append(_reshape(half, tuple(x.shape[:-1])) if len(x.shape) > 1 else Tile(half.value))
+    return tuple(halves)
+
+
+@emitter("interleave")
+def _interleave(a, b):
+    """Triton's `interleave`: a and b alternating along their last dim."""
+    joined = _join(a, b)
+    return _reshape(joined, tuple(joined.shape[:-2]) + (joined.shape[-2] * 2,))
