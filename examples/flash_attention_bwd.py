@@ -46,9 +46,9 @@ def dkdv_blocks(dk, dv, kt, vt, qb, dob, dqb, lse_b, delta_b, rn, rd, lo, hi, n_
     scores, keys along rows); MASKED: queries past n_ctx or (CAUSAL) keys after a query."""
     for start_m in range(lo, hi, BLOCK_M):
         rm = start_m + tile.arange(0, BLOCK_M)
-        qT = tile.load(qb + rd[:, None] * s_qd + rm[None, :] * s_qm, mask=rm[None, :] < n_ctx, other=0.0)
+        qt = tile.load(qb + rm[:, None] * s_qm + rd[None, :] * s_qd, mask=rm[:, None] < n_ctx, other=0.0)
         lse2 = tile.load(lse_b + rm, mask=rm < n_ctx, other=0.0) * 1.4426950408889634
-        sT = tile.dot(kt, qT)
+        sT = tile.dot(kt, tile.trans(qt))
         pT = tile.exp2(sT * qk_scale - lse2[None, :])
         if MASKED:
             keep = rm[None, :] < n_ctx
@@ -59,11 +59,12 @@ def dkdv_blocks(dk, dv, kt, vt, qb, dob, dqb, lse_b, delta_b, rn, rd, lo, hi, n_
         dv = tile.dot(pT.to(do_.dtype), do_, dv)
         di = tile.load(delta_b + rm, mask=rm < n_ctx, other=0.0)
         dpT = tile.dot(vt, tile.trans(do_))
-        dsT = (pT * (dpT - di[None, :])).to(qT.dtype)
-        dk = tile.dot(dsT, tile.trans(qT), dk)
+        dsT = (pT * (dpT - di[None, :])).to(qt.dtype)
+        dk = tile.dot(dsT, qt, dk)
         if DQ_ATOMIC:
             dq = tile.dot(tile.trans(dsT), kt) * sm_scale
-            tile.atomic_add(dqb + rm[:, None] * s_dqm + rd[None, :] * s_dqd, dq, mask=rm[:, None] < n_ctx)
+            # a sum: no ordering needed among the programs adding into it
+            tile.atomic_add(dqb + rm[:, None] * s_dqm + rd[None, :] * s_dqd, dq, mask=rm[:, None] < n_ctx, sem="relaxed")
     return dk, dv
 
 
@@ -119,17 +120,17 @@ def dq_blocks(dq, qt, do_, lse2, di, kb, vb, rm, rd, lo, hi, n_ctx, qk_scale, s_
     """Key blocks lo .. hi against this program's queries: dQ accumulated (unscaled)."""
     for start_n in range(lo, hi, BLOCK_N):
         rn = start_n + tile.arange(0, BLOCK_N)
-        kT = tile.load(kb + rd[:, None] * s_kd + rn[None, :] * s_kn, mask=rn[None, :] < n_ctx, other=0.0)
-        vT = tile.load(vb + rd[:, None] * s_vd + rn[None, :] * s_vn, mask=rn[None, :] < n_ctx, other=0.0)
-        p = tile.exp2(tile.dot(qt, kT) * qk_scale - lse2[:, None])
+        kt = tile.load(kb + rn[:, None] * s_kn + rd[None, :] * s_kd, mask=rn[:, None] < n_ctx, other=0.0)
+        vt = tile.load(vb + rn[:, None] * s_vn + rd[None, :] * s_vd, mask=rn[:, None] < n_ctx, other=0.0)
+        p = tile.exp2(tile.dot(qt, tile.trans(kt)) * qk_scale - lse2[:, None])
         if MASKED:
             keep = rn[None, :] < n_ctx
             if CAUSAL:
                 keep = keep & (rn[None, :] <= rm[:, None])
             p = tile.where(keep, p, 0.0)
-        dp = tile.dot(do_, vT)
-        ds = (p * (dp - di[:, None])).to(kT.dtype)
-        dq = tile.dot(ds, tile.trans(kT), dq)
+        dp = tile.dot(do_, tile.trans(vt))
+        ds = (p * (dp - di[:, None])).to(kt.dtype)
+        dq = tile.dot(ds, kt, dq)
     return dq
 
 
@@ -166,10 +167,11 @@ def bwd_dq(q, k, v, do, dq, lse, delta, n_ctx, sm_scale, H, group,
     tile.store(dq + b * s_dqb + h * s_dqh + rm[:, None] * s_dqm + rd[None, :] * s_dqd, dq_ * sm_scale, mask=mask)
 
 
-# (BLOCK_M, BLOCK_N, num_warps) of the dK/dV kernel (queries stream, keys stay) and the dQ
-# kernel (keys stream); sm_90a compiles of both without spills at D = 64 and 128
-# (tests/test_flash_attention_bwd.py).
-DKDV_BLOCKS = (64, 128, 8)
+# (BLOCK_M, BLOCK_N, num_warps) of the dK/dV kernel (queries stream, 128 keys stay, their dK
+# and dV in f32 registers) by head dim, and of the dQ kernel (keys stream): at these, sm_90a
+# compiles of both use wgmma for every dot and do not spill (tests/test_flash_attention_bwd.py;
+# 64 queries a step at D = 128 spill).
+DKDV_BLOCKS = {64: (64, 128, 8), 128: (32, 128, 8)}
 DQ_BLOCKS = (128, 64, 8)
 
 
@@ -184,7 +186,7 @@ def attention_backward(q, k, v, o, do, lse, causal=False, sm_scale=None, dq_atom
     delta = torch.empty(B, H, N, device=q.device, dtype=torch.float32)
     bwd_preprocess[(tile.cdiv(N, 64), B * H)](o, do, delta, N, H, *o.stride(), *do.stride(), BLOCK_M=64, D=D)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
-    bm, bn, warps = dkdv_config or DKDV_BLOCKS
+    bm, bn, warps = dkdv_config or DKDV_BLOCKS.get(D, (32, 64, 4))
     dq = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if dq_atomic else torch.empty_like(q)
     bwd_dkdv[(tile.cdiv(N, bn), B * Hkv)](
         q, k, v, do, dk, dv, dq, lse, delta, N, scale, H, group, *q.stride(), *k.stride(), *v.stride(), *do.stride(),
