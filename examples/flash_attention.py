@@ -40,6 +40,18 @@ def attend(qt, kb, vb, m_i, l_i, acc, rm, rd, lo, hi, n_ctx, qk_scale, s_kn, s_k
     return m_i, l_i, acc
 
 
+@tile.func
+def key_range(start_m, n_ctx, BLOCK_M, BLOCK_N, CAUSAL):
+    """The keys query block start_m attends to end at `end`; the blocks of whole keys
+    before `whole` (below the diagonal, if CAUSAL) need no mask, the rest do."""
+    end = n_ctx
+    whole = n_ctx // BLOCK_N * BLOCK_N
+    if CAUSAL:
+        end = tile.minimum((start_m + 1) * BLOCK_M, n_ctx)
+        whole = tile.minimum(start_m * BLOCK_M // BLOCK_N * BLOCK_N, whole)
+    return whole, end
+
+
 @tile.kernel
 def attention_kernel(q, k, v, out, n_ctx, scale, H,
                      s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_ob, s_oh, s_om, s_od,
@@ -55,12 +67,7 @@ def attention_kernel(q, k, v, out, n_ctx, scale, H,
     l_i = tile.zeros((BLOCK_M,), tile.float32)
     acc = tile.zeros((BLOCK_M, D), tile.float32)
     qk_scale = scale * 1.4426950408889634  # exp(x) = exp2(x * log2(e))
-    # Blocks of whole keys (below the diagonal, if CAUSAL) need no mask; the rest do.
-    end = n_ctx
-    whole = n_ctx // BLOCK_N * BLOCK_N
-    if CAUSAL:
-        end = tile.minimum((start_m + 1) * BLOCK_M, n_ctx)
-        whole = tile.minimum(start_m * BLOCK_M // BLOCK_N * BLOCK_N, whole)
+    whole, end = key_range(start_m, n_ctx, BLOCK_M, BLOCK_N, CAUSAL)
     kb = k + b * s_kb + h // group * s_kh
     vb = v + b * s_vb + h // group * s_vh
     m_i, l_i, acc = attend(qt, kb, vb, m_i, l_i, acc, rm, rd, 0, whole, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd,

@@ -20,7 +20,7 @@ import torch
 
 import tile
 from flash_attention import attention as attention_forward
-from flash_attention import reference_lse
+from flash_attention import key_range
 
 LOG2E = 1.4426950408889634
 
@@ -153,11 +153,7 @@ def bwd_dq(q, k, v, do, dq, lse, delta, n_ctx, sm_scale, H, group,
     dq_ = tile.zeros((BLOCK_M, D), tile.float32)
     qk_scale = sm_scale * 1.4426950408889634
     # As the forward: whole key blocks (below the diagonal, if CAUSAL) unmasked, the rest masked.
-    end = n_ctx
-    whole = n_ctx // BLOCK_N * BLOCK_N
-    if CAUSAL:
-        end = tile.minimum((start_m + 1) * BLOCK_M, n_ctx)
-        whole = tile.minimum(start_m * BLOCK_M // BLOCK_N * BLOCK_N, whole)
+    whole, end = key_range(start_m, n_ctx, BLOCK_M, BLOCK_N, CAUSAL)
     kb = k + b * s_kb + h // group * s_kh
     vb = v + b * s_vb + h // group * s_vh
     dq_ = dq_blocks(dq_, qt, do_, lse2, di, kb, vb, rm, rd, 0, whole, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd,
@@ -287,9 +283,9 @@ def check_training_step(device="cpu"):
 
 def main(device: str = "cpu") -> None:
     torch.manual_seed(0)
-    # N not a multiple of the blocks; causal and not; GQA (4 query heads on 2 and on 1 KV head)
-    for B, H, Hkv, N, D, causal, dq_atomic in [(1, 2, 2, 100, 64, False, False), (2, 2, 2, 100, 64, True, False),
-                                                (1, 4, 2, 200, 64, True, False), (1, 4, 1, 130, 64, False, True)]:
+    # N not a multiple of the blocks; causal and not; GQA (4 query heads on 2 and on 1 KV head, dQ by atomics)
+    for B, H, Hkv, N, D, causal, dq_atomic in [(2, 2, 2, 100, 64, False, False), (1, 4, 2, 200, 64, True, False),
+                                                (1, 4, 1, 130, 64, False, True)]:
         check_gradients(B, H, Hkv, N, D, causal, device, dq_atomic=dq_atomic)
     check_training_step(device)
     print(f"flash_attention_bwd: forward, dQ, dK, dV (causal and not, GQA, N = 100/130/200, dQ by atomics too) "
