@@ -166,8 +166,11 @@ def bwd_dq(q, k, v, do, dq, lse, delta, n_ctx, sm_scale, H, group,
 # (BLOCK_M, BLOCK_N, num_warps) of the dK/dV kernel (queries stream, 128 keys stay, their dK
 # and dV in f32 registers) by head dim, and of the dQ kernel (keys stream): at these, sm_90a
 # compiles of both use wgmma for every dot and do not spill (tests/test_flash_attention_bwd.py;
-# 64 queries a step at D = 128 spill).
+# 64 queries a step at D = 128 spill). Adding dQ by atomics wants 32 queries a step at D = 64
+# (that dot, 32 rows, on mma.sync); at D = 128 its dQ tile and dS transposed beside dK and dV
+# spill (about 700 bytes) at every block size tried.
 DKDV_BLOCKS = {64: (64, 128, 8), 128: (32, 128, 8)}
+DKDV_ATOMIC_BLOCKS = {64: (32, 128, 8), 128: (32, 128, 8)}
 DQ_BLOCKS = (128, 64, 8)
 
 
@@ -182,7 +185,7 @@ def attention_backward(q, k, v, o, do, lse, causal=False, sm_scale=None, dq_atom
     delta = torch.empty(B, H, N, device=q.device, dtype=torch.float32)
     bwd_preprocess[(tile.cdiv(N, 64), B * H)](o, do, delta, N, H, *o.stride(), *do.stride(), BLOCK_M=64, D=D)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
-    bm, bn, warps = dkdv_config or DKDV_BLOCKS.get(D, (32, 64, 4))
+    bm, bn, warps = dkdv_config or (DKDV_ATOMIC_BLOCKS if dq_atomic else DKDV_BLOCKS).get(D, (32, 64, 4))
     dq = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if dq_atomic else torch.empty_like(q)
     bwd_dkdv[(tile.cdiv(N, bn), B * Hkv)](
         q, k, v, do, dk, dv, dq, lse, delta, N, scale, H, group, *q.stride(), *k.stride(), *v.stride(), *do.stride(),

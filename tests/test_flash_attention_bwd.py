@@ -23,7 +23,7 @@ def _tensors(D, *shapes_dtypes):
 def _compile_dkdv(D, causal, dq_atomic=False):
     import flash_attention_bwd as fab
 
-    bm, bn, warps = fab.DKDV_BLOCKS[D]
+    bm, bn, warps = (fab.DKDV_ATOMIC_BLOCKS if dq_atomic else fab.DKDV_BLOCKS)[D]
     q, k, v, do, dk, dv = _tensors(D, *[((B, H, N, D), torch.bfloat16)] * 6)
     dq, lse, delta = _tensors(D, ((B, H, N, D), torch.float32 if dq_atomic else torch.bfloat16),
                               ((B, H, N), torch.float32), ((B, H, N), torch.float32))
@@ -70,6 +70,16 @@ def test_dkdv_kernel_wgmma_no_spills(gpu_target, D, causal):
     in_registers = [part.split("}", 1)[1].startswith(", {%r") for part in " ".join(ptx.split()).split(rs)[1:]]
     assert sum(in_registers) == (3 if causal else 2) * 2 * (bm // 16)
     assert launcher.metadata["ptxas"]["registers"] <= 255
+
+
+def test_dkdv_kernel_dq_atomics(gpu_target):
+    gpu_target()
+    launcher = _compile_dkdv(64, True, dq_atomic=True)
+    assert launcher.metadata["ptxas"]["spill_stores"] == 0, launcher.metadata["ptxas"]
+    ptx = launcher.asm["ptx"]
+    # dQ's blocks are added relaxed (a sum needs no ordering): no acq_rel atomics or fences.
+    assert ".relaxed.gpu.global.add.f32" in ptx and "acq_rel" not in ptx and "fence.acq_rel" not in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx
 
 
 @pytest.mark.parametrize("D, causal", [(128, False), (128, True), (64, False)])
