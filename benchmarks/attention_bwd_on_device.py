@@ -47,7 +47,7 @@ def main() -> int:
     q, k, v, do = (torch.randn(SHAPE, dtype=torch.bfloat16, device=dev) for _ in range(4))
     summary = {"shape": {"B": B, "H": H, "N": N, "D": D}, "dtype": "bfloat16", "results": []}
     for causal in (False, True):
-        o, lse = flash_attention.attention(q, k, v, causal, return_lse=True)
+        o, lse = flash_attention.attention(q, k, v, causal, return_lse=True, **fab.FORWARD)
         for dq_atomic in (False, True):
             fab.attention_backward(q, k, v, o, do, lse, causal, dq_atomic=dq_atomic)
         if args.compile_only:
@@ -71,12 +71,13 @@ def main() -> int:
         def sdpa(q, k, v, do):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-        fwd = {"tile": lambda q, k, v, do: flash_attention.attention(q, k, v, causal, return_lse=True),
+        fwd = {"tile": lambda q, k, v, do: flash_attention.attention(q, k, v, causal, return_lse=True, **fab.FORWARD),
                "torch sdpa": sdpa}
         qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
         out_t = sdpa(qg, kg, vg, do)
         bwd = {"tile": lambda q, k, v, do: fab.attention_backward(q, k, v, o, do, lse, causal),
-               "tile dq atomic": lambda q, k, v, do: fab.attention_backward(q, k, v, o, do, lse, causal, dq_atomic=True),
+               "tile dq atomic": lambda q, k, v, do: fab.attention_backward(q, k, v, o, do, lse, causal,
+                                                                            dq_atomic=True),
                "torch sdpa": lambda q, k, v, do: torch.autograd.grad(out_t, (qg, kg, vg), do, retain_graph=True)}
         flops = 4 * B * H * N * N * D / (2 if causal else 1)
         for part, fns, f in (("forward", fwd, flops), ("backward", bwd, 2.5 * flops)):

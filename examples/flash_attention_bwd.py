@@ -22,7 +22,7 @@ import tile
 from flash_attention import attention as attention_forward
 from flash_attention import key_range
 
-LOG2E = 1.4426950408889634
+LOG2E = tile.constexpr(1.4426950408889634)  # exp(x) = exp2(x * log2(e))
 
 
 @tile.kernel
@@ -47,7 +47,7 @@ def dkdv_blocks(dk, dv, kt, vt, qb, dob, dqb, lse_b, delta_b, rn, rd, lo, hi, n_
     for start_m in range(lo, hi, BLOCK_M):
         rm = start_m + tile.arange(0, BLOCK_M)
         qt = tile.load(qb + rm[:, None] * s_qm + rd[None, :] * s_qd, mask=rm[:, None] < n_ctx, other=0.0)
-        lse2 = tile.load(lse_b + rm, mask=rm < n_ctx, other=0.0) * 1.4426950408889634
+        lse2 = tile.load(lse_b + rm, mask=rm < n_ctx, other=0.0) * LOG2E
         sT = tile.dot(kt, tile.trans(qt))
         pT = tile.exp2(sT * qk_scale - lse2[None, :])
         if MASKED:
@@ -64,7 +64,8 @@ def dkdv_blocks(dk, dv, kt, vt, qb, dob, dqb, lse_b, delta_b, rn, rd, lo, hi, n_
         if DQ_ATOMIC:
             dq = tile.dot(tile.trans(dsT), kt) * sm_scale
             # a sum: no ordering needed among the programs adding into it
-            tile.atomic_add(dqb + rm[:, None] * s_dqm + rd[None, :] * s_dqd, dq, mask=rm[:, None] < n_ctx, sem="relaxed")
+            tile.atomic_add(dqb + rm[:, None] * s_dqm + rd[None, :] * s_dqd, dq, mask=rm[:, None] < n_ctx,
+                            sem="relaxed")
     return dk, dv
 
 
@@ -83,11 +84,12 @@ def bwd_dkdv(q, k, v, do, dk, dv, dq, lse, delta, n_ctx, sm_scale, H, group,
     b, hk = bh // Hkv, bh % Hkv
     rn = start_n + tile.arange(0, BLOCK_N)
     rd = tile.arange(0, D)
-    kt = tile.load(k + b * s_kb + hk * s_kh + rn[:, None] * s_kn + rd[None, :] * s_kd, mask=rn[:, None] < n_ctx, other=0.0)
-    vt = tile.load(v + b * s_vb + hk * s_vh + rn[:, None] * s_vn + rd[None, :] * s_vd, mask=rn[:, None] < n_ctx, other=0.0)
+    mask = rn[:, None] < n_ctx
+    kt = tile.load(k + b * s_kb + hk * s_kh + rn[:, None] * s_kn + rd[None, :] * s_kd, mask=mask, other=0.0)
+    vt = tile.load(v + b * s_vb + hk * s_vh + rn[:, None] * s_vn + rd[None, :] * s_vd, mask=mask, other=0.0)
     dk_ = tile.zeros((BLOCK_N, D), tile.float32)
     dv_ = tile.zeros((BLOCK_N, D), tile.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     # Query blocks: (CAUSAL) those crossing the diagonal, masked; then whole ones below it;
     # then the part-filled last block, masked.
     lo = 0
@@ -109,7 +111,6 @@ def bwd_dkdv(q, k, v, do, dk, dv, dq, lse, delta, n_ctx, sm_scale, H, group,
                                sm_scale, s_qm, s_qd, s_dom, s_dod, s_dqm, s_dqd, BLOCK_M, False, CAUSAL, DQ_ATOMIC)
         dk_, dv_ = dkdv_blocks(dk_, dv_, kt, vt, qb, dob, dqb, lse_b, delta_b, rn, rd, whole, n_ctx, n_ctx, qk_scale,
                                sm_scale, s_qm, s_qd, s_dom, s_dod, s_dqm, s_dqd, BLOCK_M, True, CAUSAL, DQ_ATOMIC)
-    mask = rn[:, None] < n_ctx
     tile.store(dk + b * s_dkb + hk * s_dkh + rn[:, None] * s_dkn + rd[None, :] * s_dkd, dk_ * sm_scale, mask=mask)
     tile.store(dv + b * s_dvb + hk * s_dvh + rn[:, None] * s_dvn + rd[None, :] * s_dvd, dv_, mask=mask)
 
@@ -148,10 +149,10 @@ def bwd_dq(q, k, v, do, dq, lse, delta, n_ctx, sm_scale, H, group,
     mask = rm[:, None] < n_ctx
     qt = tile.load(q + b * s_qb + h * s_qh + rm[:, None] * s_qm + rd[None, :] * s_qd, mask=mask, other=0.0)
     do_ = tile.load(do + b * s_dob + h * s_doh + rm[:, None] * s_dom + rd[None, :] * s_dod, mask=mask, other=0.0)
-    lse2 = tile.load(lse + bh * n_ctx + rm, mask=rm < n_ctx, other=0.0) * 1.4426950408889634
+    lse2 = tile.load(lse + bh * n_ctx + rm, mask=rm < n_ctx, other=0.0) * LOG2E
     di = tile.load(delta + bh * n_ctx + rm, mask=rm < n_ctx, other=0.0)
     dq_ = tile.zeros((BLOCK_M, D), tile.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     # As the forward: whole key blocks (below the diagonal, if CAUSAL) unmasked, the rest masked.
     whole, end = key_range(start_m, n_ctx, BLOCK_M, BLOCK_N, CAUSAL)
     kb = k + b * s_kb + h // group * s_kh
@@ -172,6 +173,8 @@ def bwd_dq(q, k, v, do, dq, lse, delta, n_ctx, sm_scale, H, group,
 DKDV_BLOCKS = {64: (64, 128, 8), 128: (32, 128, 8)}
 DKDV_ATOMIC_BLOCKS = {64: (32, 128, 8), 128: (32, 128, 8)}
 DQ_BLOCKS = (128, 64, 8)
+# The forward's, as tests/test_attention_codegen.py compiles it (wgmma, no spills)
+FORWARD = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2}
 
 
 def attention_backward(q, k, v, o, do, lse, causal=False, sm_scale=None, dq_atomic=False, dkdv_config=None,
@@ -205,7 +208,7 @@ class _Attention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, causal, sm_scale, dq_atomic):
-        o, lse = attention_forward(q, k, v, causal, sm_scale=sm_scale, return_lse=True)
+        o, lse = attention_forward(q, k, v, causal, sm_scale=sm_scale, return_lse=True, **FORWARD)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.sm_scale, ctx.dq_atomic = causal, sm_scale, dq_atomic
         return o
