@@ -126,3 +126,24 @@ def test_gradients_gqa_strided(dq_atomic):
     fab.reference(qf, kf, vf, True, 0.1).backward(do.float())
     for g, w in zip(got, (qf.grad, kf.grad, vf.grad)):
         torch.testing.assert_close(g.float(), w, rtol=3e-2, atol=3e-2)
+
+
+def test_forward_head_dim_256(gpu_target):
+    """D = 256: the forward (with its LSE) matches torch on the CPU and compiles for sm_90a at
+    64 x 64 blocks, 4 warps, without spills (the backward's kernels at D = 256 spill at every
+    block size tried)."""
+    import flash_attention
+
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1, 2, 40, 256, dtype=torch.float16) for _ in range(3))
+    out, lse = flash_attention.attention(q, k, v, False, return_lse=True)
+    torch.testing.assert_close(out, flash_attention.reference(q, k, v), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(lse, flash_attention.reference_lse(q, k, v), rtol=1e-3, atol=1e-3)
+    gpu_target()
+    q, k, v, out = _tensors(256, *[((B, H, N, 256), torch.bfloat16)] * 4)
+    (lse,) = _tensors(256, ((B, H, N), torch.float32))
+    fwd = flash_attention.attention_kernel.compile(
+        q, k, v, out, N, 1 / 16, H, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
+        BLOCK_M=64, BLOCK_N=64, D=256, CAUSAL=False, lse=lse, num_warps=4, num_stages=2)
+    assert fwd.metadata["ptxas"]["spill_stores"] == 0
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in fwd.asm["ptx"]
