@@ -1,0 +1,104 @@
+"""examples/flash_attention_bwd.py on the GPU at B=4, H=32, N=4096, D=128, bf16, causal and
+not: dQ, dK, dV (both dQ ways) checked against torch autograd of the f32 reference, then the
+forward and the backward timed beside torch's scaled_dot_product_attention (default backend)
+in interleaved launches (matmul_rounds.py); a JSON summary with TFLOP/s (forward
+4*B*H*N*N*D flops, backward 2.5 times that, halved when causal) to stdout and to
+$OUT/attention_bwd.json where OUT is set.
+
+    python3 benchmarks/attention_bwd_on_device.py --compile-only   # CPU machine: fills the cache (sm_90a)
+    python3 benchmarks/attention_bwd_on_device.py                  # a GPU
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+SHAPE = (4, 32, 4096, 128)
+LAUNCHES = 50
+
+
+def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--launches", type=int, default=LAUNCHES)
+    args = ap.parse_args()
+    if args.compile_only:
+        os.environ.setdefault("TILE_TARGET", "sm_90a")
+        os.environ["TILE_COMPILE_ONLY"] = "1"
+    import torch
+
+    from implementations import _examples
+    from matmul_rounds import interleaved_launches, ratio_summary
+
+    _examples()
+    import flash_attention
+    import flash_attention_bwd as fab
+
+    torch.manual_seed(0)
+    dev = "meta" if args.compile_only else "cuda"
+    B, H, N, D = SHAPE
+    q, k, v, do = (torch.randn(SHAPE, dtype=torch.bfloat16, device=dev) for _ in range(4))
+    summary = {"shape": {"B": B, "H": H, "N": N, "D": D}, "dtype": "bfloat16", "results": []}
+    for causal in (False, True):
+        o, lse = flash_attention.attention(q, k, v, causal, return_lse=True, **fab.FORWARD)
+        for dq_atomic in (False, True):
+            fab.attention_backward(q, k, v, o, do, lse, causal, dq_atomic=dq_atomic)
+        if args.compile_only:
+            print(f"causal={causal}: forward and backward kernels compiled", flush=True)
+            continue
+        entry = {"causal": causal, "checks": {}}
+        # The reference in f32 by autograd, one (batch) at a time to bound its N x N memory.
+        for dq_atomic in (False, True):
+            got = fab.attention_backward(q, k, v, o, do, lse, causal, dq_atomic=dq_atomic)
+            worst = {}
+            for b in range(B):
+                qf, kf, vf = (t[b:b + 1].float().requires_grad_() for t in (q, k, v))
+                fab.reference(qf, kf, vf, causal).backward(do[b:b + 1].float())
+                for name, g, w in zip(("dq", "dk", "dv"), got, (qf.grad, kf.grad, vf.grad)):
+                    err = (g[b:b + 1].float() - w).abs().max().item() / max(w.abs().max().item(), 1e-6)
+                    worst[name] = max(worst.get(name, 0.0), err)
+            ok = all(e < 2e-2 for e in worst.values())
+            entry["checks"]["dq atomic" if dq_atomic else "dq kernel"] = {"ok": ok, "max_rel_err": worst}
+            print(f"causal={causal} dq_atomic={dq_atomic}: {'ok' if ok else 'MISMATCH'} {worst}", flush=True)
+
+        def sdpa(q, k, v, do):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        fwd = {"tile": lambda q, k, v, do: flash_attention.attention(q, k, v, causal, return_lse=True, **fab.FORWARD),
+               "torch sdpa": sdpa}
+        qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        out_t = sdpa(qg, kg, vg, do)
+        bwd = {"tile": lambda q, k, v, do: fab.attention_backward(q, k, v, o, do, lse, causal),
+               "tile dq atomic": lambda q, k, v, do: fab.attention_backward(q, k, v, o, do, lse, causal,
+                                                                            dq_atomic=True),
+               "torch sdpa": lambda q, k, v, do: torch.autograd.grad(out_t, (qg, kg, vg), do, retain_graph=True)}
+        flops = 4 * B * H * N * N * D / (2 if causal else 1)
+        for part, fns, f in (("forward", fwd, flops), ("backward", bwd, 2.5 * flops)):
+            steps = interleaved_launches(fns, (q, k, v, do), launches=args.launches)
+            ms = {name: statistics.median(t[name] for t in steps) for name in fns}
+            entry[part] = {name: {"median_ms": ms[name], "tflops": f / ms[name] / 1e9} for name in fns}
+            for name in fns:
+                if name != "torch sdpa":
+                    entry[part][name]["sdpa_time_over_tile"] = ratio_summary(steps, "torch sdpa", name)
+            print(f"causal={causal} {part}: " + ", ".join(
+                f"{n} {ms[n]:.3f} ms {f / ms[n] / 1e9:.0f} TFLOP/s" for n in fns), flush=True)
+        summary["results"].append(entry)
+    if not args.compile_only:
+        summary["device"] = torch.cuda.get_device_name()
+        print(json.dumps(summary, indent=1))
+        if os.environ.get("OUT"):
+            with open(os.path.join(os.environ["OUT"], "attention_bwd.json"), "w") as fh:
+                json.dump(summary, fh, indent=1)
+        return 0 if all(c["ok"] for e in summary["results"] for c in e["checks"].values()) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
