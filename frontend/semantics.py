@@ -207,6 +207,8 @@ def binary(op: str, a, b) -> Tile:
         a, b = cast(a, float32), cast(b, float32)
     if op == "//" and a.dtype.is_float:
         return _float_floor_division(a, b)
+    if op == "%" and a.dtype.is_float:
+        return _float_remainder(a, b)
     table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
     if op not in table:
         raise SemanticError(f"operator {op} is not defined for {a.dtype}")
@@ -239,15 +241,30 @@ def _float_floor_division(a: Tile, b: Tile) -> Tile:
     dt = a.dtype
     if dt.bits < 32:
         return cast(_float_floor_division(cast(a, float32), cast(b, float32)), dt)
-    mod = Tile(arith.remf(a.value, b.value))
+    mod, off = _fmod_off(a, b)
     div = binary("/", binary("-", a, mod), b)
-    off = binary("&", compare("!=", mod, 0.0), binary("^", compare("<", b, 0.0), compare("<", mod, 0.0)))
     div = where(off, binary("-", div, 1.0), div)
     floor = Tile(math.floor(div.value))
     floor = where(compare(">", binary("-", div, floor), 0.5), binary("+", floor, 1.0), floor)
     quotient = binary("/", a, b)
     floor = where(compare("==", div, 0.0), Tile(math.copysign(constant(0.0, dt, a.shape or None).value, quotient.value)), floor)
     return where(compare("==", b, 0.0), quotient, floor)
+
+
+def _float_remainder(a: Tile, b: Tile) -> Tile:
+    """Python's and torch's a % b on floats, the divisor's sign (16-bit ones in f32, as torch),
+    so that (a // b) * b + a % b == a: fmod(a, b), plus b where fmod's sign is not b's.
+    Triton's float % is C's fmod (-5.5 % 2 is -1.5 there, 0.5 here); `tile.extra.libdevice.fmod` is that."""
+    if a.dtype.bits < 32:
+        return cast(_float_remainder(cast(a, float32), cast(b, float32)), a.dtype)
+    mod, off = _fmod_off(a, b)
+    return where(off, binary("+", mod, b), mod)
+
+
+def _fmod_off(a: Tile, b: Tile) -> tuple[Tile, Tile]:
+    """C's fmod(a, b) (exact), and where its sign differs from b's, which Python's // and % correct."""
+    mod = Tile(arith.remf(a.value, b.value))
+    return mod, binary("&", compare("!=", mod, 0.0), binary("^", compare("<", b, 0.0), compare("<", mod, 0.0)))
 
 
 def known_positive(step: Tile) -> bool:
