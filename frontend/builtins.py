@@ -126,21 +126,28 @@ def _pointer(p, what: str) -> Pointer:
     raise SemanticError(f"{what} must be a tensor argument plus offsets (like `x + offs`), got {_describe(p)}")
 
 
-def _access(p: Pointer, mask, shape_of=None):
+def _access(p: Pointer, mask):
+    """The offsets and mask of an access through p, in the pointer's shape: a mask, like a
+    stored value (`_fit`), broadcasts to it and never widens it (Triton's rule)."""
     offsets = p.offsets if isinstance(p.offsets, Tile) else semantics.literal(p.offsets)
     shape = offsets.shape
-    if shape_of is not None and shape_of.shape:
-        shape = semantics.broadcast_shapes(shape, shape_of.shape)
-    offsets = semantics.broadcast_to(offsets, shape) if shape else offsets
     mask = constant(True, int1) if mask is None else _tile(mask, "mask")
     if mask.dtype != int1:
         mask = semantics.compare("!=", mask, 0)
-    if mask.shape and mask.shape != shape:
-        if not shape:
-            raise SemanticError(f"mask of shape {mask.shape} given for a scalar access")
-        semantics.broadcast_shapes(mask.shape, shape)
-    mask = semantics.broadcast_to(mask, shape) if shape else mask
-    return offsets, mask, shape
+    return offsets, _fit(mask, shape, "mask"), shape
+
+
+def _fit(x: Tile, shape: list[int], what: str) -> Tile:
+    """x broadcast to an access's shape, which it must not widen: a [16] value stored through a
+    scalar pointer, or a [B, B] one through a [B] pointer, writes each address several times
+    (the last write wins on the CPU, a race on a GPU)."""
+    if x.shape and not shape:
+        raise SemanticError(f"{what} of shape {x.shape} given for a scalar pointer: the pointer "
+                            "must have the shape of the access (as `x + offs`)")
+    padded = [1] * (len(shape) - len(x.shape)) + x.shape
+    if len(x.shape) > len(shape) or any(d not in (1, n) for d, n in zip(padded, shape)):
+        raise SemanticError(f"{what} of shape {x.shape} does not broadcast to the pointer's shape {shape}")
+    return semantics.broadcast_to(x, shape) if shape else x
 
 
 @emitter("load")
@@ -154,7 +161,7 @@ def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="",
         other = constant(other or 0, dt)
     else:
         other = semantics.cast(_tile(other, "other"), dt)
-    other = semantics.broadcast_to(other, shape) if shape else other
+    other = _fit(other, shape, "load's other")
     loaded = tile_ops.load(p.base.value, offsets.value, mask.value, other.value)
     memory_hints.attach(loaded.owner, "load", cache_modifier, eviction_policy, volatile)
     return Tile(loaded)
@@ -164,8 +171,8 @@ def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="",
 def _store(pointer, value, mask=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "store's pointer")
     value = semantics.cast(_tile(value, "value"), p.base.dtype)
-    offsets, mask, shape = _access(p, mask, value)
-    value = semantics.broadcast_to(value, shape) if shape else value
+    offsets, mask, shape = _access(p, mask)
+    value = _fit(value, shape, "store's value")
     op = tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
     memory_hints.attach(op, "store", cache_modifier, eviction_policy, volatile)
 

@@ -162,7 +162,8 @@ def broadcast_to(x: Tile, shape: list[int]) -> Tile:
     if len(x.shape) > len(shape):
         raise SemanticError(f"cannot broadcast a tile of shape {x.shape} to {shape}")
     padded = [1] * (len(shape) - len(x.shape)) + x.shape
-    broadcast_shapes(padded, shape)
+    if any(d not in (1, n) for d, n in zip(padded, shape)):  # (never the reverse: [4] to [1])
+        raise SemanticError(f"cannot broadcast a tile of shape {x.shape} to {shape}")
     v = x.value if padded == x.shape else tile_ops.reshape(x.value, padded)
     return Tile(tile_ops.broadcast(v, shape) if padded != shape else v)
 

@@ -31,8 +31,9 @@ def test_float_remainder_takes_the_divisor_sign(dtype, gpu_target):
     assert out[n].item() == 0.5
     finite = y.isfinite()
     assert torch.equal(out[2 * n:][finite], x[finite])
-    r = torch.randn(1000, dtype=torch.float64).to(dtype) * 10
-    s = torch.randn(1000, dtype=torch.float64).to(dtype) + 0.5
+    g = torch.Generator().manual_seed(0)
+    r = (torch.randn(1000, generator=g, dtype=torch.float64) * 10).to(dtype)
+    s = ((torch.rand(1000, generator=g, dtype=torch.float64) * 4 + 0.25) * torch.randn(1000, generator=g).sign()).to(dtype)
     out = torch.zeros(3000, dtype=dtype)
     division_kernel[(tile.cdiv(1000, 256),)](r, s, out, 1000, BLOCK=256)
     torch.testing.assert_close(out[1000:2000], r % s, rtol=0, atol=0)
@@ -51,3 +52,67 @@ def test_compile_time_remainder_is_the_run_time_one():
     out = torch.zeros(2)
     folded_kernel[(1,)](out, A=-5.5, B=2.0)
     assert out.tolist() == [0.5, 0.5 - 3.0]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("tile.store(out, tile.load(x + o))", r"store's value of shape \[16\] given for a scalar pointer"),
+    ("tile.store(out + o, tile.load(x + o[:, None] * 16 + o[None, :]))",
+     r"store's value of shape \[16, 16\] does not broadcast to the pointer's shape \[16\]"),
+    ("tile.store(out + o[:, None], tile.load(x + o[:, None] * 16 + o[None, :]))",
+     r"store's value of shape \[16, 16\] does not broadcast to the pointer's shape \[16, 1\]"),
+    ("tile.store(out + o, tile.load(x + o), mask=o[:, None] < o[None, :])",
+     r"mask of shape \[16, 16\] does not broadcast to the pointer's shape \[16\]"),
+    ("tile.store(out + tile.arange(0, 1), tile.load(x + o), mask=o < 3,)", r"mask of shape \[16\] does not broadcast"),
+    ("tile.load(x + tile.arange(0, 1), mask=o < 3)", r"mask of shape \[16\] does not broadcast to the pointer's shape \[1\]"),
+    ("tile.atomic_add(out, tile.load(x + o))", r"atomic_add's value of shape \[16\] given for a scalar pointer"),
+    ("tile.atomic_max(out + o, tile.load(x + o[:, None] * 16 + o[None, :]), mask=o < 5)",
+     r"atomic_max's value of shape \[16, 16\] does not broadcast"),
+    ("tile.atomic_xchg(out + 1, tile.load(x + o))", r"atomic_xchg's value of shape \[16\] given for a scalar"),
+    ("tile.atomic_cas(out, 0.0, tile.load(x + o))", r"atomic_cas's val of shape \[16\] given for a scalar"),
+    ("tile.broadcast_to(tile.load(x + o), (1,))", r"cannot broadcast a tile of shape \[16\] to \[1\]"),
+])
+def test_a_value_must_broadcast_to_the_pointer(tmp_path, body, message):
+    """A [16] value stored through a scalar pointer, or a [B, B] one through a [B] pointer,
+    compiled (the last write won on the CPU; a race on a GPU). As Triton, the value (and the
+    mask) must broadcast to the pointer's shape, never widen it: an error at the line."""
+    src = tmp_path / "bad_store.py"
+    src.write_text(f"""import tile
+
+
+@tile.kernel
+def bad_kernel(x, out):
+    o = tile.arange(0, 16)
+    {body}
+""")
+    kernel = _load_module(src).bad_kernel
+    with pytest.raises(tile.CompilationError, match=rf"bad_store.py:7:\d+: .*{message}"):
+        kernel[(1,)](torch.zeros(256), torch.zeros(256))
+
+
+def _load_module(path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@tile.kernel
+def broadcast_store_kernel(x, out, counts, n, B: tile.constexpr):
+    r = tile.arange(0, B)
+    rows = tile.load(x + r[:, None] * n + r[None, :], mask=(r[:, None] < n) & (r[None, :] < n), other=0.0)
+    p = out + r[:, None] * n + r[None, :]
+    tile.store(p, tile.sum(rows, axis=1)[:, None], mask=(r[:, None] < n) & (r[None, :] < n))  # [B, 1] to [B, B]
+    tile.store(out + n * n + r, 2.0, mask=r < n,)  # a scalar to [B]
+    tile.atomic_add(counts + r, 1, mask=r < n)
+    tile.atomic_add(counts + n, tile.sum(tile.where(r < n, 1, 0), axis=0))
+
+
+def test_values_that_broadcast_still_store(gpu_target):
+    n = 5
+    x, out, counts = torch.randn(n, n), torch.zeros(n * n + n), torch.zeros(n + 1, dtype=torch.int32)
+    broadcast_store_kernel[(1,)](x, out, counts, n, B=8)
+    torch.testing.assert_close(out[:n * n].view(n, n), x.sum(1, keepdim=True).expand(n, n))
+    assert out[n * n:].tolist() == [2.0] * n and counts.tolist() == [1] * n + [n]
+    gpu_target()
+    broadcast_store_kernel.compile(x.to("meta"), out.to("meta"), counts.to("meta"), n, B=8)
