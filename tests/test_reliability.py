@@ -75,7 +75,14 @@ def test_a_value_must_broadcast_to_the_pointer(tmp_path, body, message):
     """A [16] value stored through a scalar pointer, or a [B, B] one through a [B] pointer,
     compiled (the last write won on the CPU; a race on a GPU). As Triton, the value (and the
     mask) must broadcast to the pointer's shape, never widen it: an error at the line."""
-    src = tmp_path / "bad_store.py"
+    _expect_error(tmp_path, body, message)
+
+
+def _expect_error(tmp_path, body, message, arguments=(torch.zeros(256), torch.zeros(256))):
+    """`body` at line 7 of a kernel `bad_kernel(x, out)` in a file of its own raises
+    CompilationError matching `message` at that line."""
+    import importlib.util
+    src = tmp_path / "bad_kernel.py"
     src.write_text(f"""import tile
 
 
@@ -84,17 +91,11 @@ def bad_kernel(x, out):
     o = tile.arange(0, 16)
     {body}
 """)
-    kernel = _load_module(src).bad_kernel
-    with pytest.raises(tile.CompilationError, match=rf"bad_store.py:7:\d+: .*{message}"):
-        kernel[(1,)](torch.zeros(256), torch.zeros(256))
-
-
-def _load_module(path):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    spec = importlib.util.spec_from_file_location(src.stem, src)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    with pytest.raises(tile.CompilationError, match=rf"bad_kernel.py:7:\d+: .*{message}"):
+        module.bad_kernel[(1,)](*arguments)
 
 
 @tile.kernel
@@ -116,3 +117,25 @@ def test_values_that_broadcast_still_store(gpu_target):
     assert out[n * n:].tolist() == [2.0] * n and counts.tolist() == [1] * n + [n]
     gpu_target()
     broadcast_store_kernel.compile(x.to("meta"), out.to("meta"), counts.to("meta"), n, B=8)
+
+
+@pytest.mark.parametrize("dims", ["(1, 2)", "(0, 2)", "(-3, 0)", "(2, 3)", "(0,)", "(0, 1, 0)"])
+def test_permute_dims_must_be_a_permutation(tmp_path, dims):
+    """permute(x2d, (1, 2)) took its dims modulo the rank (a transpose)."""
+    _expect_error(tmp_path, f"tile.permute(tile.load(x + o[:, None] * 16 + o[None, :]), {dims})",
+                  r"permute's dims .* are not a permutation of the 2 dims of a tile of shape \[16, 16\]")
+
+
+@tile.kernel
+def negative_dims_kernel(x, out, A: tile.constexpr, B: tile.constexpr, C: tile.constexpr):
+    a, b, c = tile.arange(0, A), tile.arange(0, B), tile.arange(0, C)
+    v = tile.load(x + a[:, None, None] * B * C + b[None, :, None] * C + c[None, None, :])
+    p = tile.permute(v, (-1, 0, -2),)
+    tile.store(out + c[:, None, None] * A * B + a[None, :, None] * B + b[None, None, :], p)
+
+
+def test_permute_takes_torch_negative_dims():
+    x = torch.randn(2, 4, 8)
+    out = torch.zeros(8, 2, 4)
+    negative_dims_kernel[(1,)](x, out, A=2, B=4, C=8)
+    assert torch.equal(out, x.permute(-1, 0, -2))
