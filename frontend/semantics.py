@@ -8,7 +8,7 @@ operand fixes the type; mixing f16 and bf16 gives f32; `/` on ints gives f32.
 
 from __future__ import annotations
 
-from math import inf, isfinite, prod
+from math import inf, isfinite, nextafter, prod
 
 from mlir import ir
 from mlir.dialects import arith, math
@@ -27,7 +27,7 @@ class SemanticError(TileError):
 def constant(value, dt: dtypes.dtype, shape: list[int] | None = None) -> Tile:
     ty = dt.to_mlir()
     if dt.is_float:
-        attr = ir.FloatAttr.get(ty, float(value))
+        attr = ir.FloatAttr.get(ty, _float_value(value, dt))
     else:
         attr = ir.IntegerAttr.get(ty, _integer_value(value, dt))
     scalar = arith.ConstantOp(ty, attr).result
@@ -46,8 +46,24 @@ def _integer_value(value, dt: dtypes.dtype) -> int:
     return whole
 
 
+def _float_value(value, dt: dtypes.dtype) -> float:
+    """value as a float of type dt, which must hold it as ints must theirs: a finite constant
+    past the type's range became inf silently (`tile.full((16,), 1e40, tile.float32)`)."""
+    if not _fits(value, dt):
+        raise SemanticError(f"{value!r} does not fit in {dt!r}: it would round to "
+                            f"{'NaN' if dt == dtypes.float8e4m3 else 'inf'}")
+    return float(value)
+
+
+def _fits(value, dt: dtypes.dtype) -> bool:
+    """Whether a Python number is inf or NaN, or rounds to a finite value of float type dt."""
+    if isinstance(value, float) and not isfinite(value):
+        return True
+    return abs(value) < _OVERFLOW.get(dt, 2**1024 - 2**970)  # (ints and floats compare exactly)
+
+
 def literal(value) -> Tile:
-    """A Python number alone as a constant: bool, int32 (int64 past it) or float32."""
+    """A Python number alone as a constant: bool, int32 (int64 past it), float32 (float64 past it)."""
     return constant(value, python_dtype(value, None))
 
 
@@ -57,30 +73,33 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
         return int1
     if isinstance(value, int):
         if other is not None and other.is_float:
-            return _float_for(float(value), other)
+            return _float_for(value, other)
         # the operand's int type if the value fits it, else the first wider one that holds it
         for dt in ([other] if other is not None and other != int1 else []) + [int32, dtypes.int64]:
             if -(1 << (dt.bits - 1)) <= value < 1 << (dt.bits - 1):
                 return dt
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return _float_for(value, other) if other is not None and other.is_float else float32
+        return _float_for(value, other if other is not None and other.is_float else float32)
     if value is None:  # (a tensor argument passed as None: Triton's optional pointer)
         raise SemanticError("cannot use None in a tile expression (an argument passed as None is a compile-time None: "
                             "guard its uses with `if X is not None:`)")
     raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
 
 
-# |v| from which a finite value rounds to inf in each float type (its largest plus half an ulp)
-_OVERFLOW = {dtypes.float16: 65520.0, dtypes.bfloat16: (2 - 2**-7) * 2**127 + 2**119, float32: (2 - 2**-23) * 2**127 + 2**103}
+# |v| from which a finite value rounds to inf in each float type (its largest plus half an ulp;
+# e4m3 has no inf and its largest, 448, is even: 464 rounds to it, anything above to NaN)
+_OVERFLOW = {dtypes.float16: 65520.0, dtypes.bfloat16: (2 - 2**-7) * 2**127 + 2**119, float32: (2 - 2**-23) * 2**127 + 2**103,
+             dtypes.float8e4m3: nextafter(464.0, inf), dtypes.float8e5m2: 61440.0}
 
 
-def _float_for(value: float, other: dtypes.dtype) -> dtypes.dtype:
+def _float_for(value, other: dtypes.dtype) -> dtypes.dtype:
     """The operand's float type, unless the finite constant overflows it: then the first wider
     one that holds it, as for ints (x_f16 * 1e5 made the constant inf, and 0 * inf NaN)."""
     for dt in (other, float32, dtypes.float64):
-        if dt.bits >= other.bits and (not isfinite(value) or abs(value) < _OVERFLOW.get(dt, inf)):
+        if dt.bits >= other.bits and _fits(value, dt):
             return dt
+    raise SemanticError(f"constant {value} does not fit in float64")
 
 
 def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:

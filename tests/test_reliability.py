@@ -139,3 +139,41 @@ def test_permute_takes_torch_negative_dims():
     out = torch.zeros(8, 2, 4)
     negative_dims_kernel[(1,)](x, out, A=2, B=4, C=8)
     assert torch.equal(out, x.permute(-1, 0, -2))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("tile.store(out + o, tile.full((16,), 1e40, tile.float32))", r"1e\+40 does not fit in tile.float32: it would round to inf"),
+    ("tile.store(out + o, tile.full((16,), -70000.0, tile.float16))", r"-70000.0 does not fit in tile.float16"),
+    ("tile.store(out + o, tile.full((16,), 65520, tile.float16))", r"65520 does not fit in tile.float16"),
+    ("tile.store(out + o, tile.full((16,), 2**128, tile.float32))", r"\d+ does not fit in tile.float32"),
+    ("tile.store(out + o, tile.full((16,), 10**400, tile.float64))", r"\d+ does not fit in tile.float64"),
+    ("tile.store(out + o, tile.load(x + o, mask=o < 3, other=1e39))", r"1e\+39 does not fit in tile.float32"),
+    ("tile.store(out + o, tile.full_like(o.to(tile.bfloat16), 4e38))", r"4e\+38 does not fit in tile.bfloat16"),
+    ("tile.store(out + o, tile.full((16,), 465.0, tile.float8e4m3).to(tile.float32))",
+     r"465.0 does not fit in tile.float8e4m3: it would round to NaN"),
+    ("tile.store(out + o, tile.load(x + o) * 10**400)", r"constant \d+ does not fit in float64"),
+])
+def test_float_constants_that_overflow_their_type(tmp_path, body, message):
+    """A finite float constant past its explicit type's range became inf (or NaN) silently;
+    it is an error, as an int constant that its type cannot hold."""
+    _expect_error(tmp_path, body, message)
+
+
+@tile.kernel
+def large_constants_kernel(x, y, out, B: tile.constexpr):
+    o = tile.arange(0, B)
+    tile.store(out + o, tile.full((B,), 65504.0, tile.float16) * 0 + tile.load(x + o) * 1e40)  # (f16 * 1e40 is f64)
+    tile.store(out + B + o, tile.full((B,), float("-inf"), tile.float16) + tile.arange(0, B) * 1e39)  # (int * 1e39 f64)
+    tile.store(out + 2 * B + o, tile.load(y + o, mask=o < 2, other=448.0).to(tile.float32) + 1e39)
+    tile.store(out + 3 * B + o, tile.full((B,), 464.0, tile.float8e4m3).to(tile.float32) + tile.full((B,), 3e38, tile.float32))
+
+
+def test_constants_that_fit_their_type():
+    x = torch.tensor([1.0, -2.0, 0.0, 0.5], dtype=torch.float16)
+    y = torch.tensor([1.0, -2.0, 0.0, 0.5]).to(torch.float8_e4m3fn)
+    out = torch.zeros(16, dtype=torch.float64)
+    large_constants_kernel[(1,)](x, y, out, B=4)
+    assert out[:4].tolist() == [1e40, -2e40, 0.0, 5e39]
+    assert out[4:8].tolist() == [float("-inf")] * 4
+    assert out[8:12].tolist() == [1e39 + 1.0, 1e39 - 2.0, 1e39 + 448.0, 1e39 + 448.0]
+    assert out[12:].tolist() == [torch.tensor(448.0 + 3e38, dtype=torch.float32).item()] * 4
