@@ -43,6 +43,8 @@ def _shape(v, what: str) -> list[int]:
     dims = [_const_int(d, what) for d in v]
     if any(d < 1 for d in dims):
         raise SemanticError(f"{what} must be positive, got {tuple(dims)}")
+    if any(d & (d - 1) for d in dims):  # (as Triton's: a GPU layout spreads a tile over 2**k lanes)
+        raise SemanticError(f"{what} must be powers of two, got {tuple(dims)}")
     return semantics.check_tile_size(dims)
 
 

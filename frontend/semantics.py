@@ -49,7 +49,7 @@ def _integer_value(value, dt: dtypes.dtype) -> int:
 def _float_value(value, dt: dtypes.dtype) -> float:
     """value as a float of type dt, which must hold it as ints must theirs: a finite constant
     past the type's range became inf silently (`tile.full((16,), 1e40, tile.float32)`)."""
-    if not _fits(value, dt):
+    if isinstance(value, (int, float)) and not _fits(value, dt):
         raise SemanticError(f"{value!r} does not fit in {dt!r}: it would round to "
                             f"{'NaN' if dt == dtypes.float8e4m3 else 'inf'}")
     return float(value)

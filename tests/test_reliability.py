@@ -177,3 +177,22 @@ def test_constants_that_fit_their_type():
     assert out[4:8].tolist() == [float("-inf")] * 4
     assert out[8:12].tolist() == [1e39 + 1.0, 1e39 - 2.0, 1e39 + 448.0, 1e39 + 448.0]
     assert out[12:].tolist() == [torch.tensor(448.0 + 3e38, dtype=torch.float32).item()] * 4
+
+
+@pytest.mark.parametrize("target", ["cpu", "sm_90a"])
+@pytest.mark.parametrize("body, message", [
+    ("tile.store_tile(out, (0,), tile.load_tile(x, (0,), (12,)))", r"tile shape must be powers of two, got \(12,\)"),
+    ("tile.store(out + o, tile.sum(tile.full((12, 16), 1.0, tile.float32), axis=0))",
+     r"shape must be powers of two, got \(12, 16\)"),
+    ("tile.store(out + o, tile.sum(tile.zeros((16, 6), tile.float32), axis=1))", r"shape must be powers of two, got \(16, 6\)"),
+    ("tile.store(out + o, tile.sum(tile.broadcast_to(o, (3, 16)), axis=0))", r"shape must be powers of two, got \(3, 16\)"),
+    ("tile.store(out + tile.arange(0, 12), 1.0)", r"arange length must be a power of two, got 12"),
+])
+def test_shapes_must_be_powers_of_two(tmp_path, monkeypatch, target, body, message):
+    """A shape of 12 ran on the CPU but failed for sm_90a inside the layout pass ("puts 24
+    lanes in a warp"), at the kernel's def line. As Triton's, shapes must be powers of two:
+    an error at the user's line on every target."""
+    if target != "cpu":
+        monkeypatch.setenv("TILE_TARGET", target)
+        monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    _expect_error(tmp_path, body, message)
