@@ -17,6 +17,7 @@ from . import dtypes, semantics
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
+from .values import describe as _describe
 
 EMITTERS = {}
 
@@ -60,14 +61,6 @@ def _tile(v, what: str) -> Tile:
     if isinstance(v, (bool, int, float)):
         return semantics.literal(v)
     raise SemanticError(f"{what} must be a tile or a number, got {_describe(v)}")
-
-
-def _describe(v) -> str:
-    if isinstance(v, Tile):
-        return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
-    if isinstance(v, TensorArg):
-        return f"tensor argument '{v.name}'"
-    return repr(v)
 
 
 def _axis(v) -> int:
@@ -216,7 +209,8 @@ def _where(condition, x, y):
 
 
 for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "erf", "floor", "ceil"):
-    EMITTERS[_name] = lambda x, _n=_name: semantics.unary_math(_n, x)
+    EMITTERS[_name] = lambda x, _n=_name: semantics.unary_math(
+        _n, semantics.computable(_tile(x, f"{_n}'s operand"), f"{_n}'s operand"))
 
 
 @emitter("abs")
@@ -226,12 +220,12 @@ def _abs(x):
 
 @emitter("maximum")
 def _maximum(x, y):
-    return semantics.extremum("max", x, y)
+    return semantics.extremum("max", x, y, "maximum's operand")
 
 
 @emitter("minimum")
 def _minimum(x, y):
-    return semantics.extremum("min", x, y)
+    return semantics.extremum("min", x, y, "minimum's operand")
 
 
 @emitter("static_assert")
@@ -262,14 +256,14 @@ def _static_print(*values):
 @emitter("clamp")
 def _clamp(x, min, max):
     """min(max(x, lo), hi): NaN in x stays NaN (Triton's `tl.clamp`)."""
-    return semantics.extremum("min", semantics.extremum("max", x, min), max)
+    return semantics.extremum("min", semantics.extremum("max", x, min, "clamp's operand"), max, "clamp's operand")
 
 
 @emitter("fma")
 def _fma(x, y, z):
-    x, y = semantics.operands(x, y)  # (three times: one dtype and shape for all three)
-    x, z = semantics.operands(x, z)
-    x, y = semantics.operands(x, y)
+    x, y = semantics.operands(x, y, "fma's operand")  # (three times: one dtype and shape for all three)
+    x, z = semantics.operands(x, z, "fma's operand")
+    x, y = semantics.operands(x, y, "fma's operand")
     if not x.dtype.is_float:
         raise SemanticError(f"fma needs float operands, got {x.dtype!r}")
     return Tile(mlir_math.fma(x.value, y.value, z.value))

@@ -17,7 +17,7 @@ from ..dialects import tile_ops
 from . import dtypes
 from .dtypes import float32, int1, int32
 from .errors import TileError
-from .values import Tile
+from .values import Tile, describe
 
 
 class SemanticError(TileError):
@@ -195,10 +195,16 @@ def computable(x: Tile, what: str = "") -> Tile:
     return x
 
 
-def operands(a, b) -> tuple[Tile, Tile]:
-    """Turn two operands (Tiles or Python constants) into Tiles of one dtype and shape."""
+def operands(a, b, what: str = "an operand") -> tuple[Tile, Tile]:
+    """Turn two operands (Tiles or Python constants) into Tiles of one dtype and shape; `what`
+    names them in errors (`tile.maximum's operand`)."""
+    for v in (a, b):
+        if v is None:
+            python_dtype(v, None)  # (its message: an argument passed as None)
+        if not isinstance(v, (Tile, bool, int, float)):
+            raise SemanticError(f"{what} must be a tile or a number, got {describe(v)}")
     if not isinstance(a, Tile) and not isinstance(b, Tile):
-        raise SemanticError("at least one operand must be a run-time value")
+        raise SemanticError(f"{what}s are both compile-time numbers: one must be a run-time value")
     if not isinstance(a, Tile):
         a = constant(a, python_dtype(a, b.dtype))
     if not isinstance(b, Tile):
@@ -352,9 +358,11 @@ def logical_not(x: Tile) -> Tile:
 
 
 def where(cond, x, y) -> Tile:
-    if not isinstance(x, Tile) and not isinstance(y, Tile):  # where(mask, 1.0, 0.0): both branches constant
-        x = constant(x, python_dtype(x, python_dtype(y, None)))
-    x, y = operands(x, y)
+    if not isinstance(cond, (Tile, bool, int, float)):
+        raise SemanticError(f"where's condition must be a tile or a number, got {describe(cond)}")
+    if not isinstance(x, Tile) and not isinstance(y, Tile) and isinstance(x, (bool, int, float)):
+        x = constant(x, python_dtype(x, python_dtype(y, None)))  # where(mask, 1.0, 0.0): both branches constant
+    x, y = operands(x, y, "where's operand")
     if not isinstance(cond, Tile):
         cond = constant(bool(cond), int1)
     if cond.dtype != int1:
@@ -397,8 +405,8 @@ def absolute(x: Tile) -> Tile:
     return Tile(math.absf(x.value) if x.dtype.is_float else math.absi(x.value))
 
 
-def extremum(kind: str, a, b) -> Tile:
-    a, b = operands(a, b)
+def extremum(kind: str, a, b, what: str = "an operand") -> Tile:
+    a, b = operands(a, b, what)
     if a.dtype.is_float:
         return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
     if a.dtype == int1:  # unsigned, as the comparisons

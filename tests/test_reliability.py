@@ -196,3 +196,24 @@ def test_shapes_must_be_powers_of_two(tmp_path, monkeypatch, target, body, messa
         monkeypatch.setenv("TILE_TARGET", target)
         monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
     _expect_error(tmp_path, body, message)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("tile.store(out + o, tile.sqrt(x))", r"sqrt's operand must be a tile or a number, got tensor argument 'x'"),
+    ("tile.store(out + o, tile.exp(x + o))", r"exp's operand must be a tile or a number, got a pointer into tensor argument 'x'"),
+    ("tile.store(out + o, tile.sigmoid(None))", r"sigmoid's operand must be a tile or a number, got None"),
+    ("tile.store(out + o, tile.maximum(x, 1.0))", r"maximum's operand must be a tile or a number, got tensor argument 'x'"),
+    ("tile.store(out + o, tile.clamp(tile.load(x + o), out, 1.0))", r"clamp's operand must be .* got tensor argument 'out'"),
+    ("tile.store(out + o, tile.fma(o, 2, x))", r"fma's operand must be a tile or a number, got tensor argument 'x'"),
+    ("tile.store(out + o, tile.extra.libdevice.atan2(x + o, 1.0))", r"atan2's operand must be .* got a pointer into"),
+    ("tile.store(out + o, tile.where(x, 1.0, 2.0))", r"where's condition must be a tile or a number, got tensor argument 'x'"),
+    ("tile.store(out + o, tile.where(o < 3, 'a', 2.0))", r"where's operand must be a tile or a number, got 'a'"),
+    ("tile.store(out + o, tile.minimum(1.0, 2.0))", r"minimum's operands are both compile-time numbers"),
+    ("while tile.load(x + o) > 0: pass", r"a while condition must be a scalar, not a tile of shape \[16\] \(reduce it"),
+    ("if tile.load(x + o) > 0: pass", r"an if condition must be a scalar, not a tile of shape \[16\] \(tile.where"),
+    ("if x + 1: pass", r"an if condition must be a scalar or a compile-time value, got a pointer into tensor argument 'x'"),
+])
+def test_messages_name_the_construct_and_the_argument(tmp_path, body, message):
+    """tile.sqrt(pointer) said "argument must be a string or a real number" (Python's float());
+    a `while` on a tile said "an if condition must be..."."""
+    _expect_error(tmp_path, body, message)
