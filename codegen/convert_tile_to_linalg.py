@@ -17,7 +17,7 @@ from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
 from ..dialects.tile_ops import is_tf32, permutation_of
 from ..passes.registry import register_pass
-from ..passes.walk import collect
+from ..passes.walk import collect, walk
 from .float_sums import halve_float_sum
 from .tf32_rounding import round_to_tf32
 
@@ -357,7 +357,7 @@ def strip_encodings(module_op):
                 v.set_type(ir.RankedTensorType.get(list(t.shape), t.element_type))
         return ir.WalkResult.ADVANCE
 
-    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(module_op, visit, ir.WalkOrder.PRE_ORDER)
 
 
 @register_pass("convert-tile-to-linalg")

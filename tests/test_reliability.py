@@ -217,3 +217,61 @@ def test_messages_name_the_construct_and_the_argument(tmp_path, body, message):
     """tile.sqrt(pointer) said "argument must be a string or a real number" (Python's float());
     a `while` on a tile said "an if condition must be..."."""
     _expect_error(tmp_path, body, message)
+
+
+@tile.kernel
+def interrupted_kernel(x, out, n, BLOCK: tile.constexpr):
+    o = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    tile.store(out + o, tile.load(x + o, mask=o < n) * 3.0, mask=o < n)
+
+
+def _interrupt_in_a_walk(monkeypatch, exception):
+    """tile-fuse walks the IR with a callback that raises `exception`, as a Ctrl-C arriving there does."""
+    from tile.passes import registry
+
+    def run(self, op):
+        def visit(o):
+            raise exception
+        op.walk(visit)  # (the bindings' own walk: what a pass of one's own calls)
+
+    monkeypatch.setattr(registry.load_all()["tile-fuse"], "run", run)
+
+
+@pytest.mark.parametrize("exception, block", [(KeyboardInterrupt, 128), (SystemExit(3), 256)])
+def test_ctrl_c_during_a_compile_is_not_a_compiler_error(tmp_path, monkeypatch, exception, block):
+    """A KeyboardInterrupt raised in an MLIR walk's callback came back as `CompilationError:
+    internal compiler error ... Exception raised in callback` (the bindings made it a
+    RuntimeError), and was saved in the cache as the kernel's error. It is raised as itself."""
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    x, out = torch.rand(100), torch.zeros(100)
+    with monkeypatch.context() as m:
+        _interrupt_in_a_walk(m, exception)
+        with pytest.raises(type(exception) if isinstance(exception, BaseException) else exception) as caught:
+            interrupted_kernel[(1,)](x, out, 100, BLOCK=block)
+    if isinstance(exception, SystemExit):
+        assert caught.value.code == 3
+    interrupted_kernel[(1,)](x, out, 100, BLOCK=block)  # (nothing cached: it compiles now)
+    torch.testing.assert_close(out, 3 * x)
+
+
+def test_ctrl_c_reaches_the_autotuner(tmp_path, monkeypatch):
+    """In the autotuner's compile workers too: an interrupted config is no config that fails."""
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    _interrupt_in_a_walk(monkeypatch, KeyboardInterrupt)
+    tuner = tile.autotune([tile.Config(BLOCK=32), tile.Config(BLOCK=64)], key=["n"], workers=2)(interrupted_kernel)
+    with pytest.raises(KeyboardInterrupt):
+        tuner[lambda meta: (tile.cdiv(100, meta["BLOCK"]),)](torch.rand(100), torch.zeros(100), 100)
+
+
+def test_walks_raise_their_callbacks_errors_as_themselves():
+    from mlir import ir
+
+    from tile.passes.walk import walk
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse("func.func @f() { return }")
+
+        def visit(op):
+            raise ValueError("from the callback")
+
+        with pytest.raises(ValueError, match="from the callback"):
+            walk(module.operation, visit)
