@@ -275,3 +275,96 @@ def test_walks_raise_their_callbacks_errors_as_themselves():
 
         with pytest.raises(ValueError, match="from the callback"):
             walk(module.operation, visit)
+
+
+_CACHED_SOURCE = '''import tile
+
+
+@tile.kernel
+def cached_kernel(x, out, n, BLOCK: tile.constexpr):
+    o = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    tile.store(out + o, tile.load(x + o, mask=o < n) + 2.0, mask=o < n)
+
+
+@tile.kernel
+def failing_kernel(x):
+    tile.store(x + tile.arange(0, 4), tile.sqrt(x))
+'''
+
+
+def _fresh_module(tmp_path):
+    """The kernels above in a module loaded anew (no launcher in memory: the disk cache answers)."""
+    import importlib.util
+    src = tmp_path / "cached_kernels.py"
+    if not src.exists():
+        src.write_text(_CACHED_SOURCE)
+    spec = importlib.util.spec_from_file_location("cached_kernels", src)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_cached(module):
+    x, out = torch.rand(50), torch.zeros(50)
+    module.cached_kernel[(1,)](x, out, 50, BLOCK=64)
+    torch.testing.assert_close(out, x + 2.0)
+
+
+def _entries(cache):
+    return [p for p in cache.iterdir() if p.name not in ("parser", "autotune") and not p.name.endswith(".error.json")]
+
+
+@pytest.mark.parametrize("umask, folders, files", [(0o022, 0o755, 0o644), (0o027, 0o750, 0o640)])
+def test_cache_entries_follow_the_umask(tmp_path, monkeypatch, umask, folders, files):
+    """Entries were made by tempfile.mkdtemp, 0700 (and saved errors and parse trees 0600):
+    in a cache shared by several users the others missed every entry. They take the modes
+    open() and makedirs give, under the umask."""
+    import os
+
+    from tile.frontend import parser
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TILE_CACHE_DIR", str(cache))
+    monkeypatch.setattr(parser, "_trees", {})  # (so that the parse trees are written here)
+    old = os.umask(umask)
+    try:
+        module = _fresh_module(tmp_path)
+        _run_cached(module)
+        with pytest.raises(tile.CompilationError):
+            module.failing_kernel[(1,)](torch.zeros(4))
+    finally:
+        os.umask(old)
+    modes = {p.relative_to(cache): (p.is_dir(), p.stat().st_mode & 0o777) for p in cache.rglob("*")}
+    assert any(str(p).endswith(".error.json") for p in modes) and any(str(p).startswith("parser/") for p in modes)
+    assert all(mode == (folders if is_dir else files) for is_dir, mode in modes.values()), modes
+
+
+def test_a_dangling_link_in_place_of_an_entry_is_repaired(tmp_path, monkeypatch):
+    """An entry replaced by a link to nowhere was never rebuilt in place (os.path.exists says
+    False for it, and the rename onto it failed as a lost race): every process compiled again."""
+    import os
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TILE_CACHE_DIR", str(cache))
+    _run_cached(_fresh_module(tmp_path))
+    (entry,) = _entries(cache)
+    import shutil
+    shutil.rmtree(entry)
+    os.symlink(tmp_path / "nowhere", entry)
+    _run_cached(_fresh_module(tmp_path))
+    assert entry.is_dir() and not entry.is_symlink() and (entry / "metadata.json").exists()
+    assert _entries(cache) == [entry]
+
+
+def test_a_full_disk_leaves_no_partial_entry(tmp_path, monkeypatch):
+    """A write that fails (ENOSPC) left the entry's temporary folder, half written, in the cache."""
+    import errno
+    from tile.runtime import cache as cache_module
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TILE_CACHE_DIR", str(cache))
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache_module.json, "dump", full)
+    with pytest.warns(UserWarning, match="No space left on device"):
+        _run_cached(_fresh_module(tmp_path))  # (it runs, uncached)
+    assert _entries(cache) == []
