@@ -332,7 +332,7 @@ def carry_in_place(loop):
     deallocation lowers to i1 memrefs that the LLVM lowering cannot store.
     """
     body = loop.regions[0 if loop.name == "scf.for" else 1].blocks[0]  # (a while's: its after region)
-    yield_op = list(body.operations)[-1]
+    yield_op = body.operations[-1]
     args = list(body.arguments)[1 if loop.name == "scf.for" else 0:]
     moves = [(i, v, arg) for i, (v, arg) in enumerate(zip(list(yield_op.operands), args))
              if isinstance(v.type, ir.RankedTensorType) and v != arg and not _carried_through(v, arg)]
