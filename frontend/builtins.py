@@ -13,7 +13,7 @@ from mlir.dialects import arith, memref
 from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
-from . import dtypes, semantics
+from . import bounds_check, dtypes, semantics
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
@@ -121,7 +121,7 @@ def _pointer(p, what: str) -> Pointer:
     raise SemanticError(f"{what} must be a tensor argument plus offsets (like `x + offs`), got {_describe(p)}")
 
 
-def _access(p: Pointer, mask):
+def _access(p: Pointer, mask, kind: str = "atomic"):
     """The offsets and mask of an access through p, in the pointer's shape: a mask, like a
     stored value (`_fit`), broadcasts to it and never widens it (Triton's rule)."""
     offsets = p.offsets if isinstance(p.offsets, Tile) else semantics.literal(p.offsets)
@@ -129,7 +129,9 @@ def _access(p: Pointer, mask):
     mask = constant(True, int1) if mask is None else _tile(mask, "mask")
     if mask.dtype != int1:
         mask = semantics.compare("!=", mask, 0)
-    return offsets, _fit(mask, shape, "mask"), shape
+    mask = _fit(mask, shape, "mask")
+    bounds_check.check(kind, p, offsets, mask)  # (TILE_DEBUG=1)
+    return offsets, mask, shape
 
 
 def _fit(x: Tile, shape: list[int], what: str) -> Tile:
@@ -148,7 +150,7 @@ def _fit(x: Tile, shape: list[int], what: str) -> Tile:
 @emitter("load")
 def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "load's pointer")
-    offsets, mask, shape = _access(p, mask)
+    offsets, mask, shape = _access(p, mask, "load")
     dt = p.base.dtype
     if other is None or type(other) in (bool, int, float):
         # (a Python number becomes a constant of the tensor's type, float8 included; one the type
@@ -166,7 +168,7 @@ def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="",
 def _store(pointer, value, mask=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "store's pointer")
     value = semantics.cast(_tile(value, "value"), p.base.dtype)
-    offsets, mask, shape = _access(p, mask)
+    offsets, mask, shape = _access(p, mask, "store")
     value = _fit(value, shape, "store's value")
     op = tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
     memory_hints.attach(op, "store", cache_modifier, eviction_policy, volatile)

@@ -368,3 +368,65 @@ def test_a_full_disk_leaves_no_partial_entry(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="No space left on device"):
         _run_cached(_fresh_module(tmp_path))  # (it runs, uncached)
     assert _entries(cache) == []
+
+
+@tile.kernel
+def unrolled_kernel(x, out, N: tile.constexpr):
+    o = tile.arange(0, 2)
+    acc = tile.zeros((2,), tile.int32)
+    for i in tile.static_range(N):
+        acc += tile.load(x + i + o) * i
+    tile.store(out + o, acc)
+
+
+def test_static_range_compiles_in_linear_time(gpu_target):
+    """1024 unrolled iterations took a minute for sm_90a (512: 21 s): every look through a
+    fusion group (`through_groups`, the axis analysis, the layout pass) listed the group's
+    ops to find its terminator, and the constants canonicalize hoists to the top form one
+    group as long as the loop. It now takes a few seconds."""
+    import time
+    x, out = torch.arange(130, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
+    unrolled_kernel[(1,)](x, out, N=128)
+    i = torch.arange(128)
+    assert out.tolist() == [int((i * i).sum()), int(((i + 1) * i).sum())]
+    gpu_target()
+    start = time.perf_counter()
+    unrolled_kernel.compile(torch.empty(1026, dtype=torch.int32, device="meta"), out.to("meta"), N=1024)
+    assert time.perf_counter() - start < 30
+
+
+@tile.kernel
+def bounds_kernel(x, out, n, B: tile.constexpr):
+    o = tile.arange(0, B)
+    v = tile.load(x + o * x.stride(0))  # (unmasked: reads past x where B > its size)
+    tile.store(out + o, v, mask=o < n)
+    tile.atomic_add(out + n + o, 1.0, mask=o < 2,)
+
+
+@pytest.mark.parametrize("debug", ["1", ""])
+def test_tile_debug_checks_bounds(monkeypatch, capfd, debug):
+    """With TILE_DEBUG=1 an unmasked load past its tensor fails as a device_assert naming the
+    tensor and the line (the offset printed); without it the kernel holds no check."""
+    monkeypatch.setenv("TILE_DEBUG", debug)
+    x = torch.arange(20, dtype=torch.float32)[::2]  # (10 elements of stride 2: offsets 0 to 18)
+    out = torch.zeros(20)
+    bounds_kernel[(1,)](x, out, 8, B=8)  # (in bounds: runs either way)
+    assert out[:8].tolist() == x[:8].tolist() and out[8:10].tolist() == [1.0, 1.0]
+    launcher = bounds_kernel.compile(x, out, 8, B=8)
+    assert ("tile.assert_fail" in launcher.asm["tile"]) == bool(debug)
+    if not debug:
+        return
+    with pytest.raises(tile.DeviceAssertionError, match=r"test_reliability.py:\d+: load of tensor argument 'x' out of bounds"):
+        bounds_kernel[(1,)](x, out, 8, B=16)  # (offsets up to 30 of 18)
+    printed = capfd.readouterr().out
+    assert "load of tensor argument 'x' out of bounds at offset 30" in printed and "offsets below 19" in printed
+    with pytest.raises(tile.DeviceAssertionError, match="atomic of tensor argument 'out' out of bounds"):
+        bounds_kernel[(1,)](x, out, 19, B=8)  # (out + 19 + 1 is past out)
+
+
+def test_tile_debug_checks_bounds_on_a_gpu(monkeypatch, gpu_target):
+    monkeypatch.setenv("TILE_DEBUG", "1")
+    gpu_target()
+    m = lambda n: torch.empty(n, device="meta")  # noqa: E731
+    ptx = bounds_kernel.compile(m(10), m(20), 8, B=16).asm["ptx"]
+    assert "__assertfail" in ptx and "vprintf" in ptx
