@@ -124,7 +124,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
     with ctx, ir.Location.unknown():
         # device_assert: checked on the CPU target; on a GPU with TILE_DEBUG=1 or @tile.jit(debug=True)
         asserts = target == "cpu" or bool(options.get("debug"))
-        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature, asserts=asserts)
+        module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature, asserts=asserts,
+                             bounds=bool(options.get("debug")))  # (TILE_DEBUG=1: every access checked)
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
             for op, what in (("tile.print", "device_print"), ("tile.barrier", "debug_barrier"),

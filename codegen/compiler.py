@@ -19,7 +19,7 @@ from typing import Callable
 from mlir import ir
 
 from ..dialects import make_context
-from ..frontend.errors import CompilationError, TileError
+from ..frontend.errors import CompilationError, TileError, interrupt_of
 from ..passes.registry import pass_manager
 from . import pipelines
 from .pass_pipeline import apply_edits, pipeline_text
@@ -171,6 +171,9 @@ def run_stages(value, target: str, options: dict, start: str, name: str, keep_du
         e.dumps = out.dumps  # what ran before the failure: TILE_DUMP_IR writes it all the same
         raise
     except Exception as e:  # a bug in a pass: still a TileError, saying where it happened
+        interrupt = interrupt_of(e)
+        if interrupt is not None:
+            raise interrupt from e
         where = "".join(f"{note}; " for note in getattr(e, "__notes__", ()))  # the pass, from the registry
         err = CompilationError(f"internal compiler error compiling {name} for {target}: {type(e).__name__}: {e} "
                                f"({where}TILE_DUMP_IR=DIR writes the IR of every pass before it)")

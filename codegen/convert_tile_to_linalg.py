@@ -17,7 +17,7 @@ from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
 
 from ..dialects.tile_ops import is_tf32, permutation_of
 from ..passes.registry import register_pass
-from ..passes.walk import collect
+from ..passes.walk import collect, walk
 from .float_sums import halve_float_sum
 from .tf32_rounding import round_to_tf32
 
@@ -332,7 +332,7 @@ def carry_in_place(loop):
     deallocation lowers to i1 memrefs that the LLVM lowering cannot store.
     """
     body = loop.regions[0 if loop.name == "scf.for" else 1].blocks[0]  # (a while's: its after region)
-    yield_op = list(body.operations)[-1]
+    yield_op = body.operations[-1]
     args = list(body.arguments)[1 if loop.name == "scf.for" else 0:]
     moves = [(i, v, arg) for i, (v, arg) in enumerate(zip(list(yield_op.operands), args))
              if isinstance(v.type, ir.RankedTensorType) and v != arg and not _carried_through(v, arg)]
@@ -357,7 +357,7 @@ def strip_encodings(module_op):
                 v.set_type(ir.RankedTensorType.get(list(t.shape), t.element_type))
         return ir.WalkResult.ADVANCE
 
-    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(module_op, visit, ir.WalkOrder.PRE_ORDER)
 
 
 @register_pass("convert-tile-to-linalg")

@@ -23,6 +23,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..passes.registry import register_pass
+from ..passes.walk import walk
 
 
 def _is_i1(t) -> bool:
@@ -60,7 +61,7 @@ class EmulateI1Memrefs:
             values.extend(list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments])
             return ir.WalkResult.ADVANCE
 
-        module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+        walk(module_op, visit, ir.WalkOrder.PRE_ORDER)
         for v in values:
             wide = _widened(v.type)
             if wide is not None:

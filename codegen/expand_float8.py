@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..passes.registry import register_pass
+from ..passes.walk import walk
 from .float8 import decode_float8, encode_float8, is_float8
 
 
@@ -42,7 +43,7 @@ class ExpandFloat8:
                 found.append(op)
             return ir.WalkResult.ADVANCE
 
-        module_op.walk(visit)
+        walk(module_op, visit)
         for op in found:
             with ir.InsertionPoint(op), op.location:
                 code = decode_float8 if op.name == "arith.extf" else encode_float8

@@ -15,6 +15,7 @@ from mlir import ir
 from mlir.dialects import llvm as llvm_dialect
 
 from ..frontend.errors import CompilationError
+from ..passes.walk import walk
 
 PTX_FEATURES = {"sm_80": "+ptx80", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 
@@ -41,7 +42,7 @@ def _check_translatable(module: ir.Module) -> None:
         left.append(op.operation)
         return ir.WalkResult.INTERRUPT
 
-    module.operation.walk(visit)
+    walk(module.operation, visit)
     if left:
         raise CompilationError(f"internal error: '{left[0].name}' at {left[0].location} was not lowered to LLVM "
                                "by the nvvm stage; TILE_DUMP_IR=DIR shows where it came from")

@@ -48,7 +48,7 @@ class TileCpuGrid:
                     with ir.InsertionPoint(loop.body):
                         scf.YieldOp([])
                     ivs[axis], ip = loop.induction_variable, ir.InsertionPoint.at_block_begin(loop.body)
-                    inner_yield = list(loop.body.operations)[-1]
+                    inner_yield = loop.body.operations[-1]
             for op in body_ops:
                 op.move_before(inner_yield)
             for op in collect(fn, {"tile.program_id", "tile.num_programs"}):

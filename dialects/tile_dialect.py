@@ -6,12 +6,21 @@ The IRDL text is generated from the op definitions in `tile_ops.py` and
 
 from __future__ import annotations
 
+import sys
+import types
+
 from mlir import ir
 from mlir.dialects import irdl
 
 from . import pipeline_ops, tile_ops  # noqa: F401  (register the op definitions)
 from .layout import ATTRIBUTE_IRDL
 from .op_definition import REGISTRY
+
+
+# MLIR's bindings import `mlir.dialects.<name>` for every op and attribute of a dialect they
+# hand to Python, and retry a failed import each time: for `tile` (IRDL, no Python module)
+# that searched sys.path some 14000 times compiling a small kernel. An empty module ends it.
+sys.modules.setdefault("mlir.dialects.tile", types.ModuleType("mlir.dialects.tile"))
 
 
 def irdl_source() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..dialects import tile_ops
 from . import semantics
-from .builtins import _access, _describe, _pointer, _tile, emitter
+from .builtins import _access, _describe, _fit, _pointer, _tile, emitter
 from .semantics import SemanticError
 from .values import Tile
 
@@ -41,8 +41,8 @@ def _atomic(kind: str, pointer, value, mask, sem, scope):
     p = _target(name, pointer, tile_ops.ATOMIC_KINDS[kind])
     sem, scope = _ordering(name, sem, scope)
     value = semantics.cast(_tile(value, "value"), p.base.dtype)
-    offsets, mask, shape = _access(p, mask, value)
-    value = semantics.broadcast_to(value, shape) if shape else value
+    offsets, mask, shape = _access(p, mask)
+    value = _fit(value, shape, f"{name}'s value")
     return Tile(tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value, sem, scope))
 
 
@@ -57,11 +57,8 @@ def _atomic_cas(pointer, cmp, val, sem=None, scope=None):
     p = _target("atomic_cas", pointer, tile_ops.CAS_TYPES)
     sem, scope = _ordering("atomic_cas", sem, scope)
     cmp, val = (semantics.cast(_tile(v, what), p.base.dtype) for v, what in ((cmp, "cmp"), (val, "val")))
-    if cmp.shape or val.shape:
-        both = semantics.broadcast_shapes(cmp.shape, val.shape)
-        cmp, val = semantics.broadcast_to(cmp, both), semantics.broadcast_to(val, both)
-    offsets, mask, shape = _access(p, None, val)
-    cmp, val = (semantics.broadcast_to(v, shape) if shape else v for v in (cmp, val))
+    offsets, mask, shape = _access(p, None)
+    cmp, val = _fit(cmp, shape, "atomic_cas's cmp"), _fit(val, shape, "atomic_cas's val")
     return Tile(tile_ops.atomic_cas(p.base.value, offsets.value, cmp.value, val.value, mask.value, sem, scope))
 
 

@@ -13,10 +13,11 @@ from mlir.dialects import arith, memref
 from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
-from . import dtypes, semantics
+from . import bounds_check, dtypes, semantics
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
+from .values import describe as _describe
 
 EMITTERS = {}
 
@@ -43,6 +44,8 @@ def _shape(v, what: str) -> list[int]:
     dims = [_const_int(d, what) for d in v]
     if any(d < 1 for d in dims):
         raise SemanticError(f"{what} must be positive, got {tuple(dims)}")
+    if any(d & (d - 1) for d in dims):  # (as Triton's: a GPU layout spreads a tile over 2**k lanes)
+        raise SemanticError(f"{what} must be powers of two, got {tuple(dims)}")
     return semantics.check_tile_size(dims)
 
 
@@ -58,14 +61,6 @@ def _tile(v, what: str) -> Tile:
     if isinstance(v, (bool, int, float)):
         return semantics.literal(v)
     raise SemanticError(f"{what} must be a tile or a number, got {_describe(v)}")
-
-
-def _describe(v) -> str:
-    if isinstance(v, Tile):
-        return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
-    if isinstance(v, TensorArg):
-        return f"tensor argument '{v.name}'"
-    return repr(v)
 
 
 def _axis(v) -> int:
@@ -126,27 +121,36 @@ def _pointer(p, what: str) -> Pointer:
     raise SemanticError(f"{what} must be a tensor argument plus offsets (like `x + offs`), got {_describe(p)}")
 
 
-def _access(p: Pointer, mask, shape_of=None):
+def _access(p: Pointer, mask, kind: str = "atomic"):
+    """The offsets and mask of an access through p, in the pointer's shape: a mask, like a
+    stored value (`_fit`), broadcasts to it and never widens it (Triton's rule)."""
     offsets = p.offsets if isinstance(p.offsets, Tile) else semantics.literal(p.offsets)
     shape = offsets.shape
-    if shape_of is not None and shape_of.shape:
-        shape = semantics.broadcast_shapes(shape, shape_of.shape)
-    offsets = semantics.broadcast_to(offsets, shape) if shape else offsets
     mask = constant(True, int1) if mask is None else _tile(mask, "mask")
     if mask.dtype != int1:
         mask = semantics.compare("!=", mask, 0)
-    if mask.shape and mask.shape != shape:
-        if not shape:
-            raise SemanticError(f"mask of shape {mask.shape} given for a scalar access")
-        semantics.broadcast_shapes(mask.shape, shape)
-    mask = semantics.broadcast_to(mask, shape) if shape else mask
+    mask = _fit(mask, shape, "mask")
+    bounds_check.check(kind, p, offsets, mask)  # (TILE_DEBUG=1)
     return offsets, mask, shape
+
+
+def _fit(x: Tile, shape: list[int], what: str) -> Tile:
+    """x broadcast to an access's shape, which it must not widen: a [16] value stored through a
+    scalar pointer, or a [B, B] one through a [B] pointer, writes each address several times
+    (the last write wins on the CPU, a race on a GPU)."""
+    if x.shape and not shape:
+        raise SemanticError(f"{what} of shape {x.shape} given for a scalar pointer: the pointer "
+                            "must have the shape of the access (as `x + offs`)")
+    padded = [1] * (len(shape) - len(x.shape)) + x.shape
+    if len(x.shape) > len(shape) or any(d not in (1, n) for d, n in zip(padded, shape)):
+        raise SemanticError(f"{what} of shape {x.shape} does not broadcast to the pointer's shape {shape}")
+    return semantics.broadcast_to(x, shape) if shape else x
 
 
 @emitter("load")
 def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "load's pointer")
-    offsets, mask, shape = _access(p, mask)
+    offsets, mask, shape = _access(p, mask, "load")
     dt = p.base.dtype
     if other is None or type(other) in (bool, int, float):
         # (a Python number becomes a constant of the tensor's type, float8 included; one the type
@@ -154,7 +158,7 @@ def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="",
         other = constant(other or 0, dt)
     else:
         other = semantics.cast(_tile(other, "other"), dt)
-    other = semantics.broadcast_to(other, shape) if shape else other
+    other = _fit(other, shape, "load's other")
     loaded = tile_ops.load(p.base.value, offsets.value, mask.value, other.value)
     memory_hints.attach(loaded.owner, "load", cache_modifier, eviction_policy, volatile)
     return Tile(loaded)
@@ -164,8 +168,8 @@ def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="",
 def _store(pointer, value, mask=None, cache_modifier="", eviction_policy="", volatile=False):
     p = _pointer(pointer, "store's pointer")
     value = semantics.cast(_tile(value, "value"), p.base.dtype)
-    offsets, mask, shape = _access(p, mask, value)
-    value = semantics.broadcast_to(value, shape) if shape else value
+    offsets, mask, shape = _access(p, mask, "store")
+    value = _fit(value, shape, "store's value")
     op = tile_ops.store(p.base.value, offsets.value, value.value, mask.value)
     memory_hints.attach(op, "store", cache_modifier, eviction_policy, volatile)
 
@@ -207,7 +211,8 @@ def _where(condition, x, y):
 
 
 for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "erf", "floor", "ceil"):
-    EMITTERS[_name] = lambda x, _n=_name: semantics.unary_math(_n, x)
+    EMITTERS[_name] = lambda x, _n=_name: semantics.unary_math(
+        _n, semantics.computable(_tile(x, f"{_n}'s operand"), f"{_n}'s operand"))
 
 
 @emitter("abs")
@@ -217,12 +222,12 @@ def _abs(x):
 
 @emitter("maximum")
 def _maximum(x, y):
-    return semantics.extremum("max", x, y)
+    return semantics.extremum("max", x, y, "maximum's operand")
 
 
 @emitter("minimum")
 def _minimum(x, y):
-    return semantics.extremum("min", x, y)
+    return semantics.extremum("min", x, y, "minimum's operand")
 
 
 @emitter("static_assert")
@@ -253,14 +258,14 @@ def _static_print(*values):
 @emitter("clamp")
 def _clamp(x, min, max):
     """min(max(x, lo), hi): NaN in x stays NaN (Triton's `tl.clamp`)."""
-    return semantics.extremum("min", semantics.extremum("max", x, min), max)
+    return semantics.extremum("min", semantics.extremum("max", x, min, "clamp's operand"), max, "clamp's operand")
 
 
 @emitter("fma")
 def _fma(x, y, z):
-    x, y = semantics.operands(x, y)  # (three times: one dtype and shape for all three)
-    x, z = semantics.operands(x, z)
-    x, y = semantics.operands(x, y)
+    x, y = semantics.operands(x, y, "fma's operand")  # (three times: one dtype and shape for all three)
+    x, z = semantics.operands(x, z, "fma's operand")
+    x, y = semantics.operands(x, y, "fma's operand")
     if not x.dtype.is_float:
         raise SemanticError(f"fma needs float operands, got {x.dtype!r}")
     return Tile(mlir_math.fma(x.value, y.value, z.value))

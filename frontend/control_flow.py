@@ -17,17 +17,22 @@ from mlir.dialects import scf
 from . import dtypes, language, semantics
 from .errors import TileError
 from .expressions import _name, is_runtime
-from .values import Aggregate, Pointer, TensorArg, Tile
+from .values import Aggregate, Pointer, TensorArg, Tile, describe
 
 
 class ControlFlow:
     """stmt_if_stmt and stmt_for_stmt; needs `expr`, `arguments`, `error`, `suite`, `scope`
     and `runtime_depth` from the emitter."""
 
-    def runtime_condition(self, node, cond: Tile) -> Tile:
-        """A run-time `if`'s condition as an i1 scalar."""
+    def runtime_condition(self, node, cond: Tile, construct: str = "if") -> Tile:
+        """A run-time `if`'s (or `while`'s) condition as an i1 scalar."""
+        if not isinstance(cond, Tile):
+            raise self.error(node, f"{'an' if construct == 'if' else 'a'} {construct} condition must be a scalar or a "
+                                   f"compile-time value, got {describe(cond)}")
         if not cond.is_scalar:
-            raise self.error(node, "an if condition must be a scalar, not a tile (use tile.where)")
+            hint = "tile.where picks elementwise" if construct == "if" else "reduce it, as tile.max(x, axis=0) > 0"
+            raise self.error(node, f"{'an' if construct == 'if' else 'a'} {construct} condition must be a scalar, "
+                                   f"not a tile of shape {cond.shape} ({hint})")
         return cond if cond.dtype == dtypes.int1 else semantics.compare("!=", cond, 0)
 
     def stmt_if_stmt(self, node):
@@ -264,7 +269,7 @@ class ControlFlow:
             step = op.after.blocks.append(*[v.type for v in inits])
             with ir.InsertionPoint(test):
                 self.bind_carried(before, carried, test.arguments)
-                cond = self.runtime_condition(cond_node, self.expr(cond_node))
+                cond = self.runtime_condition(cond_node, self.expr(cond_node), "while")
                 scf.ConditionOp(cond.value, list(test.arguments))
             with ir.InsertionPoint(step):
                 self.bind_carried(before, carried, step.arguments, restore=True)

@@ -20,7 +20,7 @@ from mlir.dialects import arith
 
 from ..dialects import tile_ops
 from . import semantics
-from .builtins import EMITTERS, _const_int, _describe, _pointer, _tile, emitter
+from .builtins import EMITTERS, _const_int, _describe, _pointer, _shape, _tile, emitter
 from .dtypes import int1, int32, int64
 from .errors import TileError
 from .semantics import SemanticError
@@ -33,10 +33,7 @@ _plain_load, _plain_store = EMITTERS["load"], EMITTERS["store"]
 def _block_shape(v, what: str) -> list[int]:
     if not isinstance(v, (tuple, list)) or not v:
         raise SemanticError(f"{what} must be a list of compile-time ints, got {_describe(v)}")
-    dims = [_const_int(d, what) for d in v]
-    if any(d < 1 or d & (d - 1) for d in dims):
-        raise SemanticError(f"{what} must be powers of two, got {tuple(dims)}")
-    return semantics.check_tile_size(dims, what)
+    return _shape(v, what)
 
 
 def _ints(v, rank: int, what: str) -> list:

@@ -13,7 +13,7 @@ from lark import Tree
 from mlir import ir
 from mlir.dialects import func, scf
 
-from . import device_assert
+from . import bounds_check, device_assert
 from .builtins import EMITTERS
 from .constexpr import unwrap
 from .control_flow import ControlFlow, Restart
@@ -242,18 +242,20 @@ def _inline(helper, args, kwargs):
     return None
 
 
-def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list, asserts: bool = True) -> ir.Module:
+def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list, asserts: bool = True,
+                bounds: bool = False) -> ir.Module:
     """Build `func.func @name` for one specialization (`asserts`: device_assert checks, else none).
 
     `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank) or (dtype, rank, "wide"),
     "scalar" with a dtype, "one" (an int argument equal to 1: still passed, but
     folded as the constant 1, as Triton specializes), or "constexpr" with the Python value.
     """
-    token = device_assert.ENABLED.set(asserts)
+    token, checks = device_assert.ENABLED.set(asserts), bounds_check.ENABLED.set(bounds)
     try:
         return _emit_kernel(parsed, globals_, name, signature)
     finally:
         device_assert.ENABLED.reset(token)
+        bounds_check.ENABLED.reset(checks)
 
 
 def _emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:

@@ -71,3 +71,19 @@ def source_of(fn, what: str) -> str:
     except (OSError, TypeError):
         raise CompilationError(f"the source of {what} cannot be read (defined by exec or at an interactive "
                                "prompt?): tile compiles kernels and helpers from their source files") from None
+
+
+def interrupt_of(e: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or SystemExit that MLIR's Python bindings turned into a RuntimeError
+    ("Exception raised in callback: ... KeyboardInterrupt", from a walk's callback), to raise as
+    itself: a Ctrl-C during a compile came back as an internal compiler error, and was cached as one."""
+    if not (isinstance(e, RuntimeError) and str(e).startswith("Exception raised in callback: ")):
+        return None
+    last = str(e).rstrip().splitlines()[-1]
+    name, _, arg = last.partition(":")
+    if name == "KeyboardInterrupt":
+        return KeyboardInterrupt()
+    if name == "SystemExit":
+        arg = arg.strip()
+        return SystemExit(int(arg) if arg.lstrip("-").isdigit() else arg or None)
+    return None

@@ -374,9 +374,9 @@ def _check_fold_size(op: str, a, b):
 def _division(op: str, a, b):
     """a // b and a % b on Python numbers as on run-time ones (`semantics.binary`), so that a
     value folded at compile time (a constexpr, an int argument equal to 1) gives what the
-    run-time value would: ints truncate (x // 0 == x, x % 0 == 0), a float % is C's fmod."""
+    run-time value would: ints truncate (x // 0 == x, x % 0 == 0), floats floor as Python's."""
     if isinstance(a, float) or isinstance(b, float):
-        return a // b if op == "//" else math.fmod(a, b)
+        return a // b if op == "//" else a % b
     if b == 0:
         return a if op == "//" else 0
     q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)

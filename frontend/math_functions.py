@@ -71,10 +71,10 @@ def unary(name: str, x, accurate: bool = False) -> Tile:
     return semantics.unary_math(name, x, _UNARY.get(name) or _ROUNDING[name], accurate)
 
 
-def _float_pair(x, y) -> tuple[Tile, Tile, Tile]:
+def _float_pair(x, y, name: str) -> tuple[Tile, Tile, Tile]:
     """(x, y) broadcast to one float type (f32 for 16-bit floats and integers), and the
     operand whose type the result takes."""
-    a, b = semantics.operands(x, y)
+    a, b = semantics.operands(x, y, f"{name}'s operand")
     wide = float32 if not a.dtype.is_float or a.dtype.bits < 32 else a.dtype
     return cast(a, wide), cast(b, wide), a
 
@@ -82,7 +82,7 @@ def _float_pair(x, y) -> tuple[Tile, Tile, Tile]:
 def binary_fn(name: str, x, y, accurate: bool) -> Tile:
     if name == "pow" and _integer_exponent(y):
         return _powi(x, y)
-    a, b, like = _float_pair(x, y)
+    a, b, like = _float_pair(x, y, name)
     out = Tile(_BINARY[name](a.value, b.value))
     if accurate:
         out.value.owner.attributes[ACCURATE] = ir.UnitAttr.get()
@@ -131,7 +131,7 @@ def hypot(x, y) -> Tile:
     """sqrt(x² + y²) without overflow: in f64 for narrower floats (exact squares, one
     rounding), else scaled by the larger magnitude; an infinite operand gives inf, even
     beside a NaN (C's hypot)."""
-    a, b, like = _float_pair(x, y)
+    a, b, like = _float_pair(x, y, "hypot")
     a, b = semantics.absolute(a), semantics.absolute(b)
     dt = a.dtype
     if dt.bits < 64:
@@ -192,7 +192,7 @@ def _negative_log(v: Tile) -> Tile:
 def umulhi(x, y) -> Tile:
     """The high half of the unsigned double-width product of two int32 (or int64) tiles
     (`mul.hi.u32` on a GPU)."""
-    a, b = semantics.operands(x, y)
+    a, b = semantics.operands(x, y, "umulhi's operand")
     if a.dtype.is_float or a.dtype.bits not in (32, 64):
         raise SemanticError(f"umulhi needs int32 or int64 operands, got {_describe(a)}")
     bits = a.dtype.bits

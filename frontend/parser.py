@@ -28,7 +28,7 @@ from lark.exceptions import UnexpectedInput
 from lark.indenter import PythonIndenter
 
 from .errors import CompilationError, def_line
-from .paths import cache_dir
+from .paths import cache_dir, remove, share
 
 _LOCK = threading.Lock()  # around the parser: see the module docstring
 _GRAMMAR = dict(parser="lalr", start="file_input", propagate_positions=True)
@@ -125,11 +125,12 @@ def _tree(source: str) -> Tree:
 def _write_atomically(path: str, data: bytes):
     """data into a temporary file renamed to path: other processes read it whole or not at all.
     A cache that cannot be written is only slower."""
+    tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(share(tmp), path)
     except OSError:
-        pass
+        remove(tmp)

@@ -43,7 +43,7 @@ def _runtime(v) -> bool:
 def _extremum_num(kind: str, a, b) -> Tile:
     """Elementwise min/max where a NaN loses to a number (`arith.minnumf`), as Triton's
     builtin min/max (`PropagateNan.NONE`); ints as `tile.minimum`."""
-    a, b = semantics.operands(a, b)
+    a, b = semantics.operands(a, b, f"{kind}()'s operand")
     if not a.dtype.is_float:
         return semantics.extremum(kind, a, b)
     return Tile((arith.maxnumf if kind == "max" else arith.minnumf)(a.value, b.value))

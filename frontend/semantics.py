@@ -8,7 +8,7 @@ operand fixes the type; mixing f16 and bf16 gives f32; `/` on ints gives f32.
 
 from __future__ import annotations
 
-from math import inf, isfinite, prod
+from math import inf, isfinite, nextafter, prod
 
 from mlir import ir
 from mlir.dialects import arith, math
@@ -17,7 +17,7 @@ from ..dialects import tile_ops
 from . import dtypes
 from .dtypes import float32, int1, int32
 from .errors import TileError
-from .values import Tile
+from .values import Tile, describe
 
 
 class SemanticError(TileError):
@@ -27,7 +27,7 @@ class SemanticError(TileError):
 def constant(value, dt: dtypes.dtype, shape: list[int] | None = None) -> Tile:
     ty = dt.to_mlir()
     if dt.is_float:
-        attr = ir.FloatAttr.get(ty, float(value))
+        attr = ir.FloatAttr.get(ty, _float_value(value, dt))
     else:
         attr = ir.IntegerAttr.get(ty, _integer_value(value, dt))
     scalar = arith.ConstantOp(ty, attr).result
@@ -46,8 +46,24 @@ def _integer_value(value, dt: dtypes.dtype) -> int:
     return whole
 
 
+def _float_value(value, dt: dtypes.dtype) -> float:
+    """value as a float of type dt, which must hold it as ints must theirs: a finite constant
+    past the type's range became inf silently (`tile.full((16,), 1e40, tile.float32)`)."""
+    if isinstance(value, (int, float)) and not _fits(value, dt):
+        raise SemanticError(f"{value!r} does not fit in {dt!r}: it would round to "
+                            f"{'NaN' if dt == dtypes.float8e4m3 else 'inf'}")
+    return float(value)
+
+
+def _fits(value, dt: dtypes.dtype) -> bool:
+    """Whether a Python number is inf or NaN, or rounds to a finite value of float type dt."""
+    if isinstance(value, float) and not isfinite(value):
+        return True
+    return abs(value) < _OVERFLOW.get(dt, 2**1024 - 2**970)  # (ints and floats compare exactly)
+
+
 def literal(value) -> Tile:
-    """A Python number alone as a constant: bool, int32 (int64 past it) or float32."""
+    """A Python number alone as a constant: bool, int32 (int64 past it), float32 (float64 past it)."""
     return constant(value, python_dtype(value, None))
 
 
@@ -57,30 +73,33 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
         return int1
     if isinstance(value, int):
         if other is not None and other.is_float:
-            return _float_for(float(value), other)
+            return _float_for(value, other)
         # the operand's int type if the value fits it, else the first wider one that holds it
         for dt in ([other] if other is not None and other != int1 else []) + [int32, dtypes.int64]:
             if -(1 << (dt.bits - 1)) <= value < 1 << (dt.bits - 1):
                 return dt
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return _float_for(value, other) if other is not None and other.is_float else float32
+        return _float_for(value, other if other is not None and other.is_float else float32)
     if value is None:  # (a tensor argument passed as None: Triton's optional pointer)
         raise SemanticError("cannot use None in a tile expression (an argument passed as None is a compile-time None: "
                             "guard its uses with `if X is not None:`)")
     raise SemanticError(f"cannot use a {type(value).__name__} value in a tile expression")
 
 
-# |v| from which a finite value rounds to inf in each float type (its largest plus half an ulp)
-_OVERFLOW = {dtypes.float16: 65520.0, dtypes.bfloat16: (2 - 2**-7) * 2**127 + 2**119, float32: (2 - 2**-23) * 2**127 + 2**103}
+# |v| from which a finite value rounds to inf in each float type (its largest plus half an ulp;
+# e4m3 has no inf and its largest, 448, is even: 464 rounds to it, anything above to NaN)
+_OVERFLOW = {dtypes.float16: 65520.0, dtypes.bfloat16: (2 - 2**-7) * 2**127 + 2**119, float32: (2 - 2**-23) * 2**127 + 2**103,
+             dtypes.float8e4m3: nextafter(464.0, inf), dtypes.float8e5m2: 61440.0}
 
 
-def _float_for(value: float, other: dtypes.dtype) -> dtypes.dtype:
+def _float_for(value, other: dtypes.dtype) -> dtypes.dtype:
     """The operand's float type, unless the finite constant overflows it: then the first wider
     one that holds it, as for ints (x_f16 * 1e5 made the constant inf, and 0 * inf NaN)."""
     for dt in (other, float32, dtypes.float64):
-        if dt.bits >= other.bits and (not isfinite(value) or abs(value) < _OVERFLOW.get(dt, inf)):
+        if dt.bits >= other.bits and _fits(value, dt):
             return dt
+    raise SemanticError(f"constant {value} does not fit in float64")
 
 
 def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
@@ -162,7 +181,8 @@ def broadcast_to(x: Tile, shape: list[int]) -> Tile:
     if len(x.shape) > len(shape):
         raise SemanticError(f"cannot broadcast a tile of shape {x.shape} to {shape}")
     padded = [1] * (len(shape) - len(x.shape)) + x.shape
-    broadcast_shapes(padded, shape)
+    if any(d not in (1, n) for d, n in zip(padded, shape)):  # (never the reverse: [4] to [1])
+        raise SemanticError(f"cannot broadcast a tile of shape {x.shape} to {shape}")
     v = x.value if padded == x.shape else tile_ops.reshape(x.value, padded)
     return Tile(tile_ops.broadcast(v, shape) if padded != shape else v)
 
@@ -175,10 +195,16 @@ def computable(x: Tile, what: str = "") -> Tile:
     return x
 
 
-def operands(a, b) -> tuple[Tile, Tile]:
-    """Turn two operands (Tiles or Python constants) into Tiles of one dtype and shape."""
+def operands(a, b, what: str = "an operand") -> tuple[Tile, Tile]:
+    """Turn two operands (Tiles or Python constants) into Tiles of one dtype and shape; `what`
+    names them in errors (`tile.maximum's operand`)."""
+    for v in (a, b):
+        if v is None:
+            python_dtype(v, None)  # (its message: an argument passed as None)
+        if not isinstance(v, (Tile, bool, int, float)):
+            raise SemanticError(f"{what} must be a tile or a number, got {describe(v)}")
     if not isinstance(a, Tile) and not isinstance(b, Tile):
-        raise SemanticError("at least one operand must be a run-time value")
+        raise SemanticError(f"{what}s are both compile-time numbers: one must be a run-time value")
     if not isinstance(a, Tile):
         a = constant(a, python_dtype(a, b.dtype))
     if not isinstance(b, Tile):
@@ -207,6 +233,8 @@ def binary(op: str, a, b) -> Tile:
         a, b = cast(a, float32), cast(b, float32)
     if op == "//" and a.dtype.is_float:
         return _float_floor_division(a, b)
+    if op == "%" and a.dtype.is_float:
+        return _float_remainder(a, b)
     table = _FLOAT_OPS if a.dtype.is_float else _INT_OPS
     if op not in table:
         raise SemanticError(f"operator {op} is not defined for {a.dtype}")
@@ -239,15 +267,30 @@ def _float_floor_division(a: Tile, b: Tile) -> Tile:
     dt = a.dtype
     if dt.bits < 32:
         return cast(_float_floor_division(cast(a, float32), cast(b, float32)), dt)
-    mod = Tile(arith.remf(a.value, b.value))
+    mod, off = _fmod_off(a, b)
     div = binary("/", binary("-", a, mod), b)
-    off = binary("&", compare("!=", mod, 0.0), binary("^", compare("<", b, 0.0), compare("<", mod, 0.0)))
     div = where(off, binary("-", div, 1.0), div)
     floor = Tile(math.floor(div.value))
     floor = where(compare(">", binary("-", div, floor), 0.5), binary("+", floor, 1.0), floor)
     quotient = binary("/", a, b)
     floor = where(compare("==", div, 0.0), Tile(math.copysign(constant(0.0, dt, a.shape or None).value, quotient.value)), floor)
     return where(compare("==", b, 0.0), quotient, floor)
+
+
+def _float_remainder(a: Tile, b: Tile) -> Tile:
+    """Python's and torch's a % b on floats, the divisor's sign (16-bit ones in f32, as torch),
+    so that (a // b) * b + a % b == a: fmod(a, b), plus b where fmod's sign is not b's.
+    Triton's float % is C's fmod (-5.5 % 2 is -1.5 there, 0.5 here); `tile.extra.libdevice.fmod` is that."""
+    if a.dtype.bits < 32:
+        return cast(_float_remainder(cast(a, float32), cast(b, float32)), a.dtype)
+    mod, off = _fmod_off(a, b)
+    return where(off, binary("+", mod, b), mod)
+
+
+def _fmod_off(a: Tile, b: Tile) -> tuple[Tile, Tile]:
+    """C's fmod(a, b) (exact), and where its sign differs from b's, which Python's // and % correct."""
+    mod = Tile(arith.remf(a.value, b.value))
+    return mod, binary("&", compare("!=", mod, 0.0), binary("^", compare("<", b, 0.0), compare("<", mod, 0.0)))
 
 
 def known_positive(step: Tile) -> bool:
@@ -315,9 +358,11 @@ def logical_not(x: Tile) -> Tile:
 
 
 def where(cond, x, y) -> Tile:
-    if not isinstance(x, Tile) and not isinstance(y, Tile):  # where(mask, 1.0, 0.0): both branches constant
-        x = constant(x, python_dtype(x, python_dtype(y, None)))
-    x, y = operands(x, y)
+    if not isinstance(cond, (Tile, bool, int, float)):
+        raise SemanticError(f"where's condition must be a tile or a number, got {describe(cond)}")
+    if not isinstance(x, Tile) and not isinstance(y, Tile) and isinstance(x, (bool, int, float)):
+        x = constant(x, python_dtype(x, python_dtype(y, None)))  # where(mask, 1.0, 0.0): both branches constant
+    x, y = operands(x, y, "where's operand")
     if not isinstance(cond, Tile):
         cond = constant(bool(cond), int1)
     if cond.dtype != int1:
@@ -360,8 +405,8 @@ def absolute(x: Tile) -> Tile:
     return Tile(math.absf(x.value) if x.dtype.is_float else math.absi(x.value))
 
 
-def extremum(kind: str, a, b) -> Tile:
-    a, b = operands(a, b)
+def extremum(kind: str, a, b, what: str = "an operand") -> Tile:
+    a, b = operands(a, b, what)
     if a.dtype.is_float:
         return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
     if a.dtype == int1:  # unsigned, as the comparisons

@@ -56,7 +56,8 @@ def permute_dims(x, dims, what: str) -> Tile:
         if rank != 2:
             raise SemanticError(f"{what} without dims transposes a 2-D tile; give the dims for a rank-{rank} tile")
         dims = (1, 0)
-    perm = [_const_int(d, f"{what}'s dims") % rank if rank else _const_int(d, f"{what}'s dims") for d in dims]
+    perm = [_const_int(d, f"{what}'s dims") for d in dims]
+    perm = [d + rank if -rank <= d < 0 else d for d in perm]  # (torch's negative dims; no other wrapping)
     if sorted(perm) != list(range(rank)):
         raise SemanticError(f"{what}'s dims {tuple(dims)} are not a permutation of the {rank} dims of a tile of shape {x.shape}")
     return x if perm == sorted(perm) else Tile(tile_ops.trans(x.value, perm))

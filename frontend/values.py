@@ -84,3 +84,14 @@ class Aggregate:
     def attribute(self, name: str):
         """`value.name` in a kernel (a method is a function flagged `tile_method`)."""
         raise AttributeError(name)
+
+
+def describe(v) -> str:
+    """v as an error message names it."""
+    if isinstance(v, Tile):
+        return f"a {'scalar' if v.is_scalar else 'tile'} of {v.dtype!r}"
+    if isinstance(v, TensorArg):
+        return f"tensor argument '{v.name}'"
+    if isinstance(v, Pointer):
+        return f"a pointer into tensor argument '{v.base.name}' (tile.load reads it)"
+    return repr(v)

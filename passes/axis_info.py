@@ -110,7 +110,7 @@ class AxisInfo:
         op = owner.operation if hasattr(owner, "operation") else owner
         name = op.name
         if name == "scf.execute_region":  # a fusion group: look at what it yields
-            yielded = list(op.regions[0].blocks[0].operations)[-1]
+            yielded = op.regions[0].blocks[0].operations[-1]
             return self(yielded.operands[list(op.results).index(v)])
         if name == "arith.constant":
             attr = op.attributes["value"]

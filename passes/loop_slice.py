@@ -72,7 +72,7 @@ def split_from_group(v, body, loop, iv, memo: dict | None = None):
         return v
     group = v.owner.operation
     inner = group.regions[0].blocks[0]
-    yielded = list(inner.operations)[-1].operands[list(group.results).index(v)]
+    yielded = inner.operations[-1].operands[list(group.results).index(v)]
     needed, outside, work = set(), [], [yielded]
     while work:
         x = work.pop()

@@ -22,7 +22,7 @@ import re
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from ..frontend.errors import TileError
+from ..frontend.errors import TileError, interrupt_of
 from .plugins import PASSES, load_plugins, register_pass  # noqa: F401  (register_pass: the API of pass files)
 
 _PASS_PACKAGES = ("tile.passes", "tile.codegen")
@@ -107,6 +107,9 @@ def _callable(instance):
             loc.emit_error(str(e))
             pass_.signal_pass_failure()
         except Exception as e:  # a bug in the pass, or IR it does not expect: raised as itself, saying where
+            interrupt = interrupt_of(e)
+            if interrupt is not None:
+                raise interrupt from e
             e.add_note(f"in pass '{instance.pass_name}'")
             raise
 

@@ -310,19 +310,19 @@ def _accumulator_values(ops):
                                    and ir.RankedTensorType(o.type).shape == shape])
         elif op.name == "scf.for":
             body = op.regions[0].blocks[0]
-            yielded = list(body.operations)[-1].operands
+            yielded = body.operations[-1].operands
             for i, result in enumerate(op.results):
                 union(result, op.operands[3 + i], body.arguments[1 + i], yielded[i])
         elif op.name == "scf.while":  # inits, both regions' arguments, condition and yield, results
             test, step = op.regions[0].blocks[0], op.regions[1].blocks[0]
-            forwarded = list(list(test.operations)[-1].operands)[1:]
-            yielded = list(step.operations)[-1].operands
+            forwarded = list(test.operations[-1].operands)[1:]
+            yielded = step.operations[-1].operands
             for i, result in enumerate(op.results):
                 union(result, op.operands[i], test.arguments[i], step.arguments[i], forwarded[i], yielded[i])
         elif op.name in ("scf.execute_region", "scf.if"):
             for region in op.regions:
                 for block in region.blocks:
-                    for result, v in zip(op.results, list(block.operations)[-1].operands):
+                    for result, v in zip(op.results, block.operations[-1].operands):
                         union(result, v)
     roots = {find(op.results[0]) for op in ops if op.name == "tile.dot"}
     return lambda v: find(v) in roots

@@ -48,7 +48,7 @@ def through_groups(v):
     passes look through to see how a grouped value was made."""
     while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "scf.execute_region":
         op = v.owner.operation
-        v = list(op.regions[0].blocks[0].operations)[-1].operands[list(op.results).index(v)]
+        v = op.regions[0].blocks[0].operations[-1].operands[ir.OpResult(v).result_number]
     return v
 
 

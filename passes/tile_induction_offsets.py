@@ -170,7 +170,7 @@ class TileInductionOffsets:
 
     def rewrite(self, loop):
         body = loop.regions[0].blocks[0]
-        yield_op = list(body.operations)[-1].operation
+        yield_op = body.operations[-1].operation
         found = []
         for i, (x, y) in enumerate(zip(list(body.arguments)[1:], list(yield_op.operands))):
             t = x.type

@@ -8,6 +8,31 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..frontend.errors import interrupt_of
+
+
+def walk(root, visit, order=ir.WalkOrder.POST_ORDER) -> None:
+    """root.walk(visit, order), raising what visit raised as itself: the bindings turn it into a
+    RuntimeError holding its traceback as text (a Ctrl-C in a walk was an internal compiler error)."""
+    raised = []
+
+    def guarded(op):
+        try:
+            return visit(op)
+        except BaseException as e:
+            raised.append(e)
+            return ir.WalkResult.INTERRUPT
+
+    try:
+        root.walk(guarded, order)
+    except RuntimeError as e:  # (raised in `guarded` before its try)
+        interrupt = interrupt_of(e)
+        if interrupt is not None:
+            raise interrupt from e
+        raise
+    if raised:
+        raise raised[0]
+
 
 def all_ops(root) -> list:
     """Every op nested in `root` (itself included), outer before inner, in program order."""
@@ -17,7 +42,7 @@ def all_ops(root) -> list:
         found.append(op)
         return ir.WalkResult.ADVANCE
 
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(root, visit, ir.WalkOrder.PRE_ORDER)
     return found
 
 

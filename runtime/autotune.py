@@ -35,6 +35,7 @@ import time
 import warnings
 
 from ..frontend.errors import LaunchError, TileError
+from ..frontend.paths import remove
 from . import cache
 from .kernel import DEFAULT_OPTIONS, fake_launch, generic_launch
 from .launch_binder import is_tensor, read_env
@@ -246,6 +247,7 @@ class Autotuner:
                 json.dump(record, f, indent=1)
             os.replace(tmp, path)
         except OSError as e:  # a read-only cache: the choice still holds in this process
+            remove(tmp)
             warnings.warn(f"tile: cannot save the autotune choice to {path} ({e})", stacklevel=2)
 
     # ---- tuning ------------------------------------------------------------------------

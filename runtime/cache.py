@@ -30,7 +30,7 @@ import warnings
 
 from ..frontend.errors import CompilationError, def_line, source_of
 from ..frontend.names import captured, described
-from ..frontend.paths import cache_dir
+from ..frontend.paths import cache_dir, remove, share
 from .toolchain import TOOLCHAIN
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,10 +98,11 @@ def _write_entry(path: str, compiled, artifact: bytes):
     """Write the entry whole into a temporary folder and rename it into place; a damaged
     entry at `path` is replaced. A cache that cannot be written (read-only, a file in the
     way) only warns: the kernel still runs, compiled again by the next process."""
+    tmp = None
     try:
         parent = os.path.dirname(path)
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=parent)
+        tmp = share(tempfile.mkdtemp(dir=parent))
         with open(os.path.join(tmp, _artifact_name(compiled.target)), "wb") as f:
             f.write(artifact)
         for fname, content in compiled.dumps + compiled.stage_files():
@@ -109,17 +110,19 @@ def _write_entry(path: str, compiled, artifact: bytes):
                 f.write(content)
         with open(os.path.join(tmp, "metadata.json"), "w") as f:
             json.dump({**compiled.metadata, "artifact_sha256": _digest(artifact)}, f, indent=1)
-        if os.path.exists(path) and _read_entry(path, compiled.target) is None:
-            _discard(path, parent)
+        if os.path.lexists(path) and _read_entry(path, compiled.target) is None:
+            _discard(path, parent)  # (a damaged entry, or a link to none: lexists sees a dangling one)
         try:
-            os.replace(tmp, path) if not os.path.exists(path) else shutil.rmtree(tmp)
+            os.replace(tmp, path) if not os.path.lexists(path) else shutil.rmtree(tmp)
         except OSError:  # another process won the race; its entry is as good
             shutil.rmtree(tmp, ignore_errors=True)
+        tmp = None
         if os.path.exists(path) and compiled.dumps and not _has_dumps(path):
             for fname, content in compiled.dumps:
                 with open(os.path.join(path, fname), "wb" if isinstance(content, bytes) else "w") as f:
                     f.write(content)
     except OSError as e:
+        remove(tmp)  # (a full disk: no half-written folder left behind)
         warnings.warn(f"tile: cannot write the cache entry {path} ({e}); the kernel runs uncached", stacklevel=2)
 
 
@@ -251,14 +254,15 @@ def _save_error(kernel, path: str, e: Exception):
     if e.filename != filename or not at <= e.line <= last:
         return
     record = {"message": e.message, "line_from_def": e.line - at, "column": e.column, "source_line": e.source_line}
+    tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
         with os.fdopen(fd, "w") as f:
             json.dump(record, f)
-        os.replace(tmp, path + ".error.json")
+        os.replace(share(tmp), path + ".error.json")
     except OSError:  # (a cache that cannot be written: compiled again next time)
-        pass
+        remove(tmp)
 
 
 def _saved_error(kernel, path: str) -> CompilationError | None:

@@ -283,8 +283,8 @@ class Kernel(FastLaunch):
         if target != "cpu":
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
-            if self.debug or flag_on(os.environ.get("TILE_DEBUG")):
-                options["debug"] = True
+        if self.debug or flag_on(os.environ.get("TILE_DEBUG")):  # (device_assert on a GPU; bounds checks everywhere)
+            options["debug"] = True
         plugins.load_plugins()  # (before the edits: a plugin may add its passes to tile.pipeline_edits)
         edits = pass_pipeline.launch_edits(self.pipeline, passes)
         pipeline = pass_pipeline.key_text(edits, {**options, "target": target})

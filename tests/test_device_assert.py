@@ -60,7 +60,7 @@ def test_device_assert_on_the_gpu_only_when_debugging(target, gpu_target, monkey
     assert "__assertfail" in debug_kernel.compile(x, 50).asm["ptx"]
     monkeypatch.setenv("TILE_DEBUG", "1")
     ptx = checked_kernel.compile(x, out, 50, BLOCK=16).asm["ptx"]
-    assert ptx.count("call.uni __assertfail") + ptx.count("call __assertfail") == 2
+    assert ptx.count("call.uni __assertfail") + ptx.count("call __assertfail") == 4  # (and the load's and store's bounds)
     assert "x must not be negative" in "".join(
         chr(int(c)) for line in ptx.splitlines() if ".global .align 1 .b8 tile_assert" in line
         for c in line.split("{")[1].rstrip("};").split(","))
