@@ -13,7 +13,9 @@ from ..frontend.errors import TileError
 
 GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
 
-TILE_OPT = ["tile-verify", "tile-induction-offsets", "canonicalize", "cse", "tile-small-int-to-float", "tile-fuse"]
+# tile-canonicalize after canonicalize and cse: what they cannot do to tile ops (IRDL gives them no traits).
+TILE_OPT = ["tile-verify", "tile-induction-offsets", "canonicalize", "cse", "tile-canonicalize", "tile-small-int-to-float",
+            "tile-fuse"]
 
 LINALG = [
     "convert-tile-to-linalg",
