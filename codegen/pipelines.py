@@ -13,9 +13,9 @@ from ..frontend.errors import TileError
 
 GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
 
-# tile-canonicalize after canonicalize and cse: what they cannot do to tile ops (IRDL gives them no traits).
-TILE_OPT = ["tile-verify", "tile-induction-offsets", "canonicalize", "cse", "tile-canonicalize", "tile-small-int-to-float",
-            "tile-fuse"]
+# tile-canonicalize (what canonicalize and cse cannot do to tile ops) is not in it yet: it changed the sm_90a
+# PTX of 13 example launch groups of 44 (attention's wgmma operands gained ld.global), not yet looked into.
+TILE_OPT = ["tile-verify", "tile-induction-offsets", "canonicalize", "cse", "tile-small-int-to-float", "tile-fuse"]
 
 LINALG = [
     "convert-tile-to-linalg",
