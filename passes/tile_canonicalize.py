@@ -94,12 +94,13 @@ def fold_into_producer(producer: str, new: str):
     return rewrite
 
 
-def patterns(fold: bool = True) -> RewritePatternSet:
-    """The pass's patterns: dead-op erasure and merging for every pure op, then the folds."""
+def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
+    """The pass's patterns: dead-op erasure (and merging) for every pure op, then the folds."""
     out = RewritePatternSet()
     for name in pure_ops():
         out.add(name, erase_dead, benefit=3)
-        out.add(name, merge_identical, benefit=2)
+        if merge:
+            out.add(name, merge_identical, benefit=2)
     if fold:
         for name in ("tile.reshape", "tile.broadcast", "tile.convert_layout"):
             out.add(name, same_type_identity)
@@ -115,7 +116,8 @@ def patterns(fold: bool = True) -> RewritePatternSet:
 @register_pass("tile-canonicalize")
 @dataclass
 class TileCanonicalize:
-    fold: bool = True  # tile-canonicalize{fold=0}: only erase dead pure ops and merge identical ones
+    merge: bool = True  # merge identical pure ops of a block
+    fold: bool = True  # the folds of reshapes, broadcasts, transposes and layout conversions
 
     def run(self, module):
-        apply_patterns_and_fold_greedily(module, patterns(self.fold).freeze())
+        apply_patterns_and_fold_greedily(module, patterns(self.merge, self.fold).freeze())

@@ -1,5 +1,7 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-canonicalize)' | FileCheck %s
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(canonicalize, cse)' | FileCheck %s --check-prefix=UPSTREAM
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-canonicalize{merge=0})' \
+// RUN:   | FileCheck %s --check-prefix=NOMERGE
 
 // IRDL gives tile ops no traits: canonicalize and cse keep them all. tile-canonicalize
 // erases dead pure ops, merges identical ones and folds the simple cases.
@@ -9,6 +11,9 @@
 // CHECK: return
 // UPSTREAM-LABEL: func.func @dead_splat
 // UPSTREAM: tile.splat
+// NOMERGE-LABEL: func.func @dead_splat
+// NOMERGE-NOT: tile.splat
+// NOMERGE: return
 func.func @dead_splat(%x: f32) {
   %t = "tile.splat"(%x) : (f32) -> tensor<128xf32>
   return
@@ -38,6 +43,8 @@ func.func @store_stays(%y: memref<?xf32, strided<[?], offset: ?>>, %x: f32, %o: 
 // CHECK: arith.addi %[[A]], %[[A]]
 // UPSTREAM-LABEL: func.func @merge_identical
 // UPSTREAM-COUNT-2: "tile.program_id"() {axis = 0 : i32}
+// NOMERGE-LABEL: func.func @merge_identical
+// NOMERGE-COUNT-2: "tile.program_id"() {axis = 0 : i32}
 func.func @merge_identical() -> (i32, i32, tensor<64xi32>) {
   %a = "tile.program_id"() {axis = 0 : i32} : () -> i32
   %b = "tile.program_id"() {axis = 0 : i32} : () -> i32
@@ -63,6 +70,8 @@ func.func @loads_not_merged(%x: memref<?xf32, strided<[?], offset: ?>>, %o: tens
 // -----
 
 // CHECK-LABEL: func.func @same_shape_identities
+// NOMERGE-LABEL: func.func @same_shape_identities
+// NOMERGE: return %arg0, %arg0, %arg0
 // CHECK-NOT: "tile.reshape"
 // CHECK-NOT: "tile.broadcast"
 // CHECK-NOT: "tile.trans"
