@@ -7,6 +7,7 @@ memory, so `canonicalize` keeps a dead `tile.splat` and `cse` never merges two i
 pure ops (`OpDef.pure`, declared with each op in `dialects/tile_ops.py`), as rewrite
 patterns on MLIR's greedy driver.
 
+The default tile-opt stage runs it with `merge=0` (`codegen/pipelines.py` says why).
 A splat of a constant stays a `tile.splat`: as an `arith.constant dense<...>` tensor it
 would reach `tile-assign-layouts`, which gives it an encoded type but cannot re-type its
 value attribute (the op then fails to verify).
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.rewrite import RewritePatternSet, apply_patterns_and_fold_greedily
+from mlir.rewrite import GreedyRewriteConfig, RewritePatternSet, apply_patterns_and_fold_greedily
 
 from ..dialects.op_definition import REGISTRY, create
 from .registry import register_pass
@@ -120,4 +121,9 @@ class TileCanonicalize:
     fold: bool = True  # the folds of reshapes, broadcasts, transposes and layout conversions
 
     def run(self, module):
-        apply_patterns_and_fold_greedily(module, patterns(self.merge, self.fold).freeze())
+        # No folding of the upstream ops: arith.xori(%x, %x) would become a dense tensor constant,
+        # which tile-assign-layouts cannot re-type (canonicalize folds it where a stage allows).
+        config = GreedyRewriteConfig()
+        config.enable_folding = False
+        config.enable_constant_cse = False
+        apply_patterns_and_fold_greedily(module, patterns(self.merge, self.fold).freeze(), config)
