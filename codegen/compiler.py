@@ -5,8 +5,9 @@
 
 Each stage maps the previous stage's output (an MLIR module, LLVM IR text,
 PTX text or cubin bytes) to its own. Every stage's text is kept on the result;
-with a dump folder, every pass inside a stage is written too, numbered in
-pipeline order. `run_stages` restarts from any stage's saved text.
+with a dump folder, the IR after every pass inside a stage that changed it is
+written too (MLIR's IR printer, with the kernel's source locations), numbered in
+pipeline order. Every pass stage ends with the tile ops' verifiers. `run_stages` restarts from any stage's saved text.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mlir import ir
 
 from ..dialects import make_context
 from ..frontend.errors import CompilationError, TileError, interrupt_of
-from ..passes.registry import pass_manager
+from ..passes.pass_runner import run_pipeline
 from . import pipelines
 from .pass_pipeline import apply_edits, pipeline_text
 
@@ -130,15 +131,15 @@ def _raise_from_mlir(e: ir.MLIRError, stage: str):
 
 
 def _run_passes(module, passes: list[str], dump: Callable[[str, str], None] | None, stage: str):
+    """A stage's passes, then the tile verifier; with `dump`, the IR after each pass that changed it."""
+    dumps = [] if dump is not None else None
     try:
-        if dump is None:
-            pass_manager(passes).run(module.operation)
-            return
-        for p in passes:
-            pass_manager([p]).run(module.operation)
-            dump(re.split(r"[{(]", p)[0].strip(), str(module))
+        run_pipeline(module, passes, dumps=dumps)
     except ir.MLIRError as e:
         _raise_from_mlir(e, stage)
+    finally:
+        for label, text in dumps or ():
+            dump(label, text)
 
 
 def run_stages(value, target: str, options: dict, start: str, name: str, keep_dumps: bool, ctx: ir.Context | None = None,

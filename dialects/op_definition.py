@@ -5,7 +5,9 @@ IRDL (`mlir.dialects.irdl.load_dialects`) is the only way to add a dialect at
 run time in the pinned MLIR 22 wheel. IRDL checks the structure of an op (its
 operand, result and attribute kinds); the semantic checks it cannot express
 (shapes, element types) live in each op's `verify` function, run by the
-`tile-verify` pass before any upstream pass sees the IR.
+`tile-verify` pass before any upstream pass sees the IR and after every pass
+stage (`passes/registry.run_pipeline`). IRDL has no traits either: which ops
+are pure is `OpDef.pure`, used by `tile-canonicalize`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ class OpDef:
     regions: int = 0
     verify: Callable[[ir.Operation], str | None] | None = None
     doc: str = ""
+    # No side effect (reads no memory, writes none, cannot trap): `tile-canonicalize` may erase
+    # the op when its results are unused and merge two identical ones. IRDL has no traits, so
+    # MLIR's own canonicalize and cse treat every tile op as having unknown effects.
+    pure: bool = False
 
     @property
     def full_name(self) -> str:

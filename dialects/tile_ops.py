@@ -43,7 +43,7 @@ def _verify_program_axis(op):
         return "axis must be 0, 1 or 2"
 
 
-@define("program_id", results=[("pid", "i32")], attributes=["axis"], verify=_verify_program_axis)
+@define("program_id", results=[("pid", "i32")], attributes=["axis"], verify=_verify_program_axis, pure=True)
 def program_id(axis: int, *, loc=None, ip=None) -> ir.Value:
     """The index of this program along `axis` of the launch grid.
 
@@ -52,7 +52,7 @@ def program_id(axis: int, *, loc=None, ip=None) -> ir.Value:
     return create("program_id", [ir.IntegerType.get_signless(32)], [], {"axis": _i32(axis)}, loc=loc, ip=ip).result
 
 
-@define("num_programs", results=[("n", "i32")], attributes=["axis"], verify=_verify_program_axis)
+@define("num_programs", results=[("n", "i32")], attributes=["axis"], verify=_verify_program_axis, pure=True)
 def num_programs(axis: int, *, loc=None, ip=None) -> ir.Value:
     """The number of programs along `axis` of the launch grid.
 
@@ -70,7 +70,7 @@ def _verify_arange(op):
         return f"result must be tensor<{n}xi32>"
 
 
-@define("arange", results=[("tile", "tensor")], attributes=["start", "end"], verify=_verify_arange)
+@define("arange", results=[("tile", "tensor")], attributes=["start", "end"], verify=_verify_arange, pure=True)
 def arange(start: int, end: int, *, loc=None, ip=None) -> ir.Value:
     """The integers start, ..., end - 1 as a 1-D tile; the length is a power of two.
 
@@ -87,7 +87,7 @@ def _verify_splat(op):
         return "result element type must match the scalar's type"
 
 
-@define("splat", operands=[("value", "any")], results=[("tile", "tensor")], verify=_verify_splat)
+@define("splat", operands=[("value", "any")], results=[("tile", "tensor")], verify=_verify_splat, pure=True)
 def splat(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value:
     """A tile of the given shape filled with one scalar.
 
@@ -104,7 +104,7 @@ def _verify_broadcast(op):
         return "element types differ"
 
 
-@define("broadcast", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_broadcast)
+@define("broadcast", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_broadcast, pure=True)
 def broadcast(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value:
     """Repeat the size-1 dims of a tile to reach `shape` (same rank).
 
@@ -119,7 +119,7 @@ def _verify_reshape(op):
         return f"reshape from {src} to {dst} changes the number of elements"
 
 
-@define("reshape", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_reshape)
+@define("reshape", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_reshape, pure=True)
 def reshape(value: ir.Value, shape: list[int], *, loc=None, ip=None) -> ir.Value:
     """The same elements, in row-major order, with another static shape.
 
@@ -141,7 +141,7 @@ def _verify_trans(op):
 
 
 @define("trans", operands=[("tile", "tensor")], results=[("result", "tensor")], attributes=["permutation"],
-        verify=_verify_trans)
+        verify=_verify_trans, pure=True)
 def trans(value: ir.Value, permutation: list[int], *, loc=None, ip=None) -> ir.Value:
     """Permute a tile's dims: result dim k is operand dim permutation[k] (torch's permute).
 
@@ -167,7 +167,7 @@ def _verify_reduce(op):
         return f"result must have shape {want} and the operand's element type"
 
 
-@define("reduce", operands=[("tile", "tensor")], results=[("result", "any")], attributes=["axis", "kind"], verify=_verify_reduce)
+@define("reduce", operands=[("tile", "tensor")], results=[("result", "any")], attributes=["axis", "kind"], verify=_verify_reduce, pure=True)
 def reduce(value: ir.Value, axis: int, kind: str, *, loc=None, ip=None) -> ir.Value:
     """Reduce a tile along `axis` with sum, max or min; a 1-D tile reduces to a scalar.
 
@@ -191,7 +191,7 @@ def _verify_gather(op):
 
 
 @define("gather", operands=[("src", "tensor"), ("index", "tensor")], results=[("result", "tensor")], attributes=["axis"],
-        verify=_verify_gather)
+        verify=_verify_gather, pure=True)
 def gather(src, index, axis: int, *, loc=None, ip=None) -> ir.Value:
     """Elements of a tile picked along `axis` by an index tile (Triton's `tl.gather`):
     result[i, j] = src[index[i, j], j] for axis 0, an index taken modulo the source's extent.
@@ -422,7 +422,7 @@ def _verify_dot(op):
             return f"dot input_precision \"{precision}\" needs f32 operands and is \"tf32\""
 
 
-@define("dot", operands=[("a", "tensor"), ("b", "tensor"), ("acc", "tensor")], results=[("result", "tensor")], verify=_verify_dot)
+@define("dot", operands=[("a", "tensor"), ("b", "tensor"), ("acc", "tensor")], results=[("result", "tensor")], verify=_verify_dot, pure=True)
 def dot(a, b, acc, *, tf32: bool = False, loc=None, ip=None) -> ir.Value:
     """Matrix product of two tiles added to an accumulator tile; with `tf32`, f32
     operands are first rounded to tf32 (10-bit mantissa, to nearest, ties away from 0).
@@ -444,7 +444,7 @@ def _verify_convert_layout(op):
         return "convert_layout changes only the encoding"
 
 
-@define("convert_layout", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_convert_layout)
+@define("convert_layout", operands=[("tile", "tensor")], results=[("result", "tensor")], verify=_verify_convert_layout, pure=True)
 def convert_layout(value, result_type, *, loc=None, ip=None) -> ir.Value:
     """Move a tile from one layout encoding to another (through shared memory on a GPU).
 

@@ -1,13 +1,15 @@
 """`tile-opt`: an mlir-opt for the tile dialect, for FileCheck tests and debugging.
 
     tile-opt FILE.mlir [-o OUT] [--pass-pipeline='builtin.module(tile-verify, canonicalize, tile-fuse)']
-             [--split-input-file] [--verify-diagnostics] [--print-ir-after-all]
+             [--split-input-file] [--verify-diagnostics] [--print-ir-after-all | --print-ir-after-change]
+             [--mlir-print-debuginfo]
              [--load-pass-plugin=MODULE_OR_FILE.py ...]
     tile-opt --list-passes | --print-dialect
 
 The input (a file, or `-` for stdin) is parsed in a context with the tile
 dialect loaded, the pipeline (tile Python passes and upstream passes mixed,
-see `registry.pass_manager`) runs on it, and the module is printed.
+see `registry.pass_manager`) runs on it, the tile ops' verifiers run after it
+(`pass_runner.run_pipeline`), and the module is printed.
 `--load-pass-plugin` imports a module or a `.py` file first, so that the
 passes it registers (`@register_pass`) run by name (and are listed).
 
@@ -29,7 +31,8 @@ from mlir import ir
 
 from ..dialects import irdl_source, make_context
 from .plugins import load_plugin
-from .registry import load_all, pass_manager, pipeline_elements
+from .pass_runner import run_pipeline
+from .registry import load_all, pipeline_elements
 
 SPLIT_MARKER = re.compile(r"^//\s*-----\s*$")
 EXPECTED = re.compile(r"expected-(error|warning|note|remark)\s*(@[^\s{]*)?\s*\{\{(.*?)\}\}")
@@ -119,7 +122,8 @@ def format_diag(d: Diag, name: str, offset: int) -> str:
 
 
 def render(module: ir.Module, args) -> str:
-    return module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic)
+    return module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic,
+                                    enable_debug_info=args.mlir_print_debuginfo)
 
 
 def process(text: str, args, name: str, offset: int) -> tuple[str | None, list[Diag]]:
@@ -132,11 +136,15 @@ def process(text: str, args, name: str, offset: int) -> tuple[str | None, list[D
         with ctx, ir.Location.unknown():  # Python passes build types from the ambient context
             module = ir.Module.parse(text, ctx)
             elements = pipeline_elements(args.pass_pipeline) if args.pass_pipeline else []
-            if elements and not args.print_ir_after_all:
-                pass_manager(elements, ctx).run(module.operation)
-            for element in elements if args.print_ir_after_all else []:
-                pass_manager([element], ctx).run(module.operation)
-                sys.stderr.write(f"// -----// IR Dump After {element} //----- //\n{render(module, args)}\n")
+            printing = args.print_ir_after_all or args.print_ir_after_change
+            dumps = [] if printing else None
+            try:
+                if elements:
+                    run_pipeline(module, elements, ctx, dumps=dumps, only_changed=args.print_ir_after_change,
+                                 debug_info=args.mlir_print_debuginfo, generic=args.mlir_print_op_generic)
+            finally:
+                for _, text in dumps or ():
+                    sys.stderr.write(text if text.endswith("\n") else text + "\n")
             return render(module, args), collected
     except ir.MLIRError as e:
         for d in e.error_diagnostics:
@@ -213,6 +221,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
     p.add_argument("--pass-pipeline", "-p", default="", help="e.g. 'builtin.module(tile-verify, canonicalize)'")
     p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass to stderr")
+    p.add_argument("--print-ir-after-change", action="store_true",
+                   help="print the IR to stderr after each pass that changed it")
+    p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations (in dumps and the output)")
     p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk separately")
     p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
     p.add_argument("--mlir-print-op-generic", action="store_true", help="print ops in generic form")

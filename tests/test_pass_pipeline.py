@@ -95,7 +95,8 @@ def test_edits_by_anchor_and_stage():
     p.stage("linalg").append("last-linalg", missing_ok=True)  # (sm_90a's default codegen has no linalg stage)
     p.stage("tile-opt").insert_after("cse", "after-cse")
     opt = list(p.stage("tile-opt"))
-    assert opt == ["first", "tile-verify", "canonicalize", "cse", "after-cse", "a", "b", "tile-fuse", "my-pass{opt=1}"]
+    assert opt == ["first", "tile-verify", "canonicalize", "cse", "after-cse", "tile-canonicalize{merge=0}", "a", "b",
+                   "tile-fuse", "my-pass{opt=1}"]
     assert p.stage("linalg")[-1] == "last-linalg" and "my-pass" in p.stage("tile-opt")
     assert "tile-opt: builtin.module(first, tile-verify," in p.text()
     # The same edits, applied to sm_90a's pipeline: after its tile-fuse, before its layouts.

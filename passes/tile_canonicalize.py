@@ -1,0 +1,129 @@
+"""`tile-canonicalize`: erase, merge and fold tile ops, which `canonicalize` and `cse` cannot.
+
+The tile dialect is declared in IRDL at run time, and IRDL (in this MLIR 22 wheel) gives
+an op no traits, no side-effect interface and no folder: to MLIR every tile op may write
+memory, so `canonicalize` keeps a dead `tile.splat` and `cse` never merges two identical
+`tile.program_id`. This pass supplies what the traits would have, from the one table of
+pure ops (`OpDef.pure`, declared with each op in `dialects/tile_ops.py`), as rewrite
+patterns on MLIR's greedy driver.
+
+The default tile-opt stage runs it with `merge=0` (`codegen/pipelines.py` says why).
+A splat of a constant stays a `tile.splat`: as an `arith.constant dense<...>` tensor it
+would reach `tile-assign-layouts`, which gives it an encoded type but cannot re-type its
+value attribute (the op then fails to verify).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.rewrite import GreedyRewriteConfig, RewritePatternSet, apply_patterns_and_fold_greedily
+
+from ..dialects.op_definition import REGISTRY, create
+from .registry import register_pass
+
+NO_MATCH = True  # what a pattern returns to leave the op alone (None: it matched)
+
+
+def pure_ops() -> list[str]:
+    """The full names of the tile ops declared pure."""
+    return [d.full_name for d in REGISTRY.values() if d.pure]
+
+
+def _owner(value) -> ir.OpView | None:
+    op = value.owner
+    return op if isinstance(op, ir.OpView) else None
+
+
+def erase_dead(op, rewriter):
+    # %t = "tile.splat"(%x) (no uses) -> (nothing)
+    if all(not list(r.uses) for r in op.results):
+        rewriter.erase_op(op.operation)
+        return None
+    return NO_MATCH
+
+
+def _key(op) -> tuple:
+    attrs = sorted((name, str(op.attributes[name])) for name in op.attributes)
+    return (op.name, tuple(op.operands), tuple(attrs), tuple(str(r.type) for r in op.results))
+
+
+def merge_identical(op, rewriter):
+    # %a = "tile.arange"() {..}; %b = "tile.arange"() {..} (the same) -> %b replaced by %a
+    key, earlier = _key(op), op.operation.block.operations
+    for other in earlier:
+        if other.operation == op.operation:
+            return NO_MATCH
+        if other.name == op.name and _key(other) == key:
+            rewriter.replace_op(op, list(other.results))
+            return None
+    return NO_MATCH
+
+
+def same_type_identity(op, rewriter):
+    # %r = "tile.reshape"(%t) : (tensor<4x8xf32>) -> tensor<4x8xf32> -> %t
+    # (also tile.broadcast and tile.convert_layout to the operand's own type)
+    if op.operands[0].type == op.result.type:
+        rewriter.replace_op(op, [op.operands[0]])
+        return None
+    return NO_MATCH
+
+
+def identity_trans(op, rewriter):
+    # %r = "tile.trans"(%t) {permutation = array<i32: 0, 1>} -> %t
+    perm = list(ir.DenseI32ArrayAttr(op.attributes["permutation"]))
+    if perm == list(range(len(perm))) and op.operands[0].type == op.result.type:
+        rewriter.replace_op(op, [op.operands[0]])
+        return None
+    return NO_MATCH
+
+
+def fold_into_producer(producer: str, new: str):
+    """A pattern: the op applied to the result of a `producer` op becomes one `new` op of the
+    producer's operand, with the op's own result type."""
+
+    def rewrite(op, rewriter):
+        src = _owner(op.operands[0])
+        if src is None or src.name != producer:
+            return NO_MATCH
+        with rewriter.ip, op.location:
+            folded = create(new, [op.result.type], [src.operands[0]])
+        rewriter.replace_op(op, folded)
+        return None
+
+    return rewrite
+
+
+def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
+    """The pass's patterns: dead-op erasure (and merging) for every pure op, then the folds."""
+    out = RewritePatternSet()
+    for name in pure_ops():
+        out.add(name, erase_dead, benefit=3)
+        if merge:
+            out.add(name, merge_identical, benefit=2)
+    if fold:
+        for name in ("tile.reshape", "tile.broadcast", "tile.convert_layout"):
+            out.add(name, same_type_identity)
+        out.add("tile.trans", identity_trans)
+        # %a = "tile.reshape"(%t); %b = "tile.reshape"(%a) -> %b = "tile.reshape"(%t)
+        out.add("tile.reshape", fold_into_producer("tile.reshape", "reshape"))
+        # %s = "tile.splat"(%x) : tensor<1x64xf32>; %b = "tile.broadcast"(%s) : tensor<32x64xf32>
+        #   -> %b = "tile.splat"(%x) : tensor<32x64xf32>
+        out.add("tile.broadcast", fold_into_producer("tile.splat", "splat"))
+    return out
+
+
+@register_pass("tile-canonicalize")
+@dataclass
+class TileCanonicalize:
+    merge: bool = True  # merge identical pure ops of a block
+    fold: bool = True  # the folds of reshapes, broadcasts, transposes and layout conversions
+
+    def run(self, module):
+        # No folding of the upstream ops: arith.xori(%x, %x) would become a dense tensor constant,
+        # which tile-assign-layouts cannot re-type (canonicalize folds it where a stage allows).
+        config = GreedyRewriteConfig()
+        config.enable_folding = False
+        config.enable_constant_cse = False
+        apply_patterns_and_fold_greedily(module, patterns(self.merge, self.fold).freeze(), config)

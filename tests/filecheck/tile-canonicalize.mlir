@@ -1,0 +1,129 @@
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-canonicalize)' | FileCheck %s
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(canonicalize, cse)' | FileCheck %s --check-prefix=UPSTREAM
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-canonicalize{merge=0})' \
+// RUN:   | FileCheck %s --check-prefix=NOMERGE
+
+// IRDL gives tile ops no traits: canonicalize and cse keep them all. tile-canonicalize
+// erases dead pure ops, merges identical ones and folds the simple cases.
+
+// CHECK-LABEL: func.func @dead_splat
+// CHECK-NOT: tile.splat
+// CHECK: return
+// UPSTREAM-LABEL: func.func @dead_splat
+// UPSTREAM: tile.splat
+// NOMERGE-LABEL: func.func @dead_splat
+// NOMERGE-NOT: tile.splat
+// NOMERGE: return
+func.func @dead_splat(%x: f32) {
+  %t = "tile.splat"(%x) : (f32) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+// A store has effects: it stays, and so does what it stores.
+// CHECK-LABEL: func.func @store_stays
+// CHECK: %[[T:.*]] = "tile.splat"
+// CHECK: "tile.store"({{.*}}, %[[T]],
+func.func @store_stays(%y: memref<?xf32, strided<[?], offset: ?>>, %x: f32, %o: tensor<4xi32>, %m: tensor<4xi1>) {
+  %t = "tile.splat"(%x) : (f32) -> tensor<4xf32>
+  "tile.store"(%y, %o, %t, %m) : (memref<?xf32, strided<[?], offset: ?>>, tensor<4xi32>, tensor<4xf32>, tensor<4xi1>) -> ()
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @merge_identical
+// CHECK: %[[P:.*]] = "tile.program_id"() {axis = 0 : i32}
+// CHECK-NOT: "tile.program_id"() {axis = 0 : i32}
+// CHECK: %[[Q:.*]] = "tile.program_id"() {axis = 1 : i32}
+// CHECK: %[[A:.*]] = "tile.arange"()
+// CHECK-NOT: "tile.arange"
+// CHECK: arith.addi %[[P]], %[[P]]
+// CHECK: arith.addi %[[A]], %[[A]]
+// UPSTREAM-LABEL: func.func @merge_identical
+// UPSTREAM-COUNT-2: "tile.program_id"() {axis = 0 : i32}
+// NOMERGE-LABEL: func.func @merge_identical
+// NOMERGE-COUNT-2: "tile.program_id"() {axis = 0 : i32}
+func.func @merge_identical() -> (i32, i32, tensor<64xi32>) {
+  %a = "tile.program_id"() {axis = 0 : i32} : () -> i32
+  %b = "tile.program_id"() {axis = 0 : i32} : () -> i32
+  %c = "tile.program_id"() {axis = 1 : i32} : () -> i32
+  %r0 = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %r1 = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %s = arith.addi %a, %b : i32
+  %t = arith.addi %r0, %r1 : tensor<64xi32>
+  return %s, %c, %t : i32, i32, tensor<64xi32>
+}
+
+// -----
+
+// Loads read memory: two identical loads are not merged (a store may lie between them).
+// CHECK-LABEL: func.func @loads_not_merged
+// CHECK-COUNT-2: "tile.load"
+func.func @loads_not_merged(%x: memref<?xf32, strided<[?], offset: ?>>, %o: tensor<4xi32>, %m: tensor<4xi1>, %z: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = "tile.load"(%x, %o, %m, %z) : (memref<?xf32, strided<[?], offset: ?>>, tensor<4xi32>, tensor<4xi1>, tensor<4xf32>) -> tensor<4xf32>
+  %b = "tile.load"(%x, %o, %m, %z) : (memref<?xf32, strided<[?], offset: ?>>, tensor<4xi32>, tensor<4xi1>, tensor<4xf32>) -> tensor<4xf32>
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @same_shape_identities
+// NOMERGE-LABEL: func.func @same_shape_identities
+// NOMERGE: return %arg0, %arg0, %arg0
+// CHECK-NOT: "tile.reshape"
+// CHECK-NOT: "tile.broadcast"
+// CHECK-NOT: "tile.trans"
+// CHECK: return %arg0, %arg0, %arg0
+func.func @same_shape_identities(%t: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %r = "tile.reshape"(%t) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %b = "tile.broadcast"(%t) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = "tile.trans"(%t) {permutation = array<i32: 0, 1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r, %b, %p : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A real transpose and a real broadcast stay.
+// CHECK-LABEL: func.func @real_shape_changes
+// CHECK: "tile.trans"
+// CHECK: "tile.broadcast"
+func.func @real_shape_changes(%t: tensor<4x8xf32>, %u: tensor<1x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
+  %p = "tile.trans"(%t) {permutation = array<i32: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %b = "tile.broadcast"(%u) : (tensor<1x8xf32>) -> tensor<4x8xf32>
+  return %p, %b : tensor<8x4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @chains
+// CHECK: %[[R:.*]] = "tile.reshape"(%arg0) : (tensor<64xf32>) -> tensor<8x8xf32>
+// CHECK: %[[S:.*]] = "tile.splat"(%arg1) : (f32) -> tensor<32x64xf32>
+// CHECK: return %[[R]], %[[S]]
+func.func @chains(%t: tensor<64xf32>, %x: f32) -> (tensor<8x8xf32>, tensor<32x64xf32>) {
+  %a = "tile.reshape"(%t) : (tensor<64xf32>) -> tensor<1x64xf32>
+  %b = "tile.reshape"(%a) : (tensor<1x64xf32>) -> tensor<8x8xf32>
+  %s = "tile.splat"(%x) : (f32) -> tensor<1x64xf32>
+  %w = "tile.broadcast"(%s) : (tensor<1x64xf32>) -> tensor<32x64xf32>
+  return %b, %w : tensor<8x8xf32>, tensor<32x64xf32>
+}
+
+// -----
+
+// Identical ops in different blocks are not merged (neither dominates the other).
+// CHECK-LABEL: func.func @other_blocks
+// CHECK: scf.if
+// CHECK: "tile.arange"
+// CHECK: else
+// CHECK: "tile.arange"
+func.func @other_blocks(%c: i1) -> tensor<8xi32> {
+  %r = scf.if %c -> tensor<8xi32> {
+    %a = "tile.arange"() {start = 0 : i32, end = 8 : i32} : () -> tensor<8xi32>
+    scf.yield %a : tensor<8xi32>
+  } else {
+    %b = "tile.arange"() {start = 0 : i32, end = 8 : i32} : () -> tensor<8xi32>
+    scf.yield %b : tensor<8xi32>
+  }
+  return %r : tensor<8xi32>
+}
