@@ -4,4 +4,4 @@
 
 SEEDS = ["vector_add", "fused_softmax", "layer_norm", "add_relu_layernorm", "patch_gather", "matmul",
          "flash_attention", "paged_attention", "int4_matmul", "fp8_matmul",
-         "split_k_matmul", "histogram", "flash_attention_bwd"]
+         "split_k_matmul", "histogram", "flash_attention_bwd", "cross_entropy"]
