@@ -1,4 +1,5 @@
-"""examples/cross_entropy.py and examples/rms_norm_backward.py compiled for sm_90a at the
+"""examples/cross_entropy.py and examples/rms_norm_backward.py (forward, backward with dW by partial rows
+or by atomics, with and without a weight) compiled for sm_90a at the
 sizes benchmarks/training_kernels_on_device.py times: nothing spilled, and bf16 rows read
 in 16-byte vectors (ld.global.v4). Their CPU checks against torch are the examples' main()
 (tests/test_examples.py)."""
@@ -45,3 +46,71 @@ def test_cross_entropy_sm90(gpu_target, in_place):
     # Both passes read the row in 16-byte vectors, and the gradient goes out the same way.
     assert len(re.findall(r"ld\.global(\.\w+)*\.v4\.b32", ptx)) >= 2, ptx[-3000:]
     assert re.search(r"st\.global(\.\w+)*\.v4\.b32", ptx), ptx[-3000:]
+
+
+def test_rms_norm_atomic_dw_retuned_cpu(monkeypatch):
+    """The autotuned atomic dW kernel timed afresh (no remembered choice): each config's trial
+    launches add into dW, so only `reset_to_zero` keeps the answer right."""
+    import rms_norm_backward as rn
+
+    monkeypatch.setattr(rn.rms_norm_backward_atomic_kernel, "cache_results", False)
+    monkeypatch.setattr(rn.rms_norm_backward_atomic_kernel, "cache", {})
+    torch.manual_seed(1)
+    rn._check(13, 300, torch.float32, True, True, "cpu")
+
+
+@pytest.mark.parametrize("has_weight", [True, False])
+@pytest.mark.parametrize("atomic_dw", [False, True])
+def test_rms_norm_sm90(gpu_target, has_weight, atomic_dw):
+    import rms_norm_backward as rn
+
+    gpu_target()
+    rows, cols, programs = 8192, 4096, 132
+    block, warps = rn._block(cols)
+    X, dY, dX, Y = (torch.empty(rows, cols, dtype=torch.bfloat16, device="meta") for _ in range(4))
+    W = torch.empty(cols, dtype=torch.bfloat16, device="meta") if has_weight else None
+    RSTD = torch.empty(rows, dtype=torch.float32, device="meta")
+    dW = torch.empty((cols,) if atomic_dw else (programs, cols), dtype=torch.float32, device="meta")
+    forward = rn.rms_norm_forward_kernel.compile(
+        Y,
+        Y.stride(0),
+        X,
+        X.stride(0),
+        W,
+        RSTD,
+        cols,
+        1e-6,
+        HAS_WEIGHT=has_weight,
+        BLOCK_SIZE=block,
+        num_warps=warps,
+    )
+    backward = rn.rms_norm_backward_kernel.compile(
+        dY,
+        dY.stride(0),
+        dX,
+        dX.stride(0),
+        X,
+        X.stride(0),
+        W,
+        RSTD,
+        dW if has_weight else None,
+        0 if atomic_dw else dW.stride(0),
+        rows,
+        cols,
+        -(-rows // programs),
+        HAS_WEIGHT=has_weight,
+        ATOMIC_DW=atomic_dw,
+        BLOCK_SIZE=block,
+        num_warps=warps,
+    )
+    for launcher in (forward, backward):
+        _no_spills(launcher)
+    # bf16 rows in 16-byte vectors; where the backward also holds the f32 dW row, that row's
+    # layout (4 f32, 16 bytes, a thread) is the whole kernel's, so its bf16 rows go 8 bytes at a time.
+    width = "v2" if has_weight else "v4"
+    for launcher, vec in ((forward, "v4"), (backward, width)):
+        ptx = launcher.asm["ptx"]
+        assert re.search(rf"ld\.global(\.\w+)*\.{vec}\.b32", ptx), ptx[-3000:]
+        assert re.search(rf"st\.global(\.\w+)*\.{vec}\.b32", ptx), ptx[-3000:]
+    atomics = re.findall(r"\b(?:atom|red)(?:\.\w+)*\.global\.add\.f32", backward.asm["ptx"])
+    assert bool(atomics) == (has_weight and atomic_dw), atomics
