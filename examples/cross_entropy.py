@@ -91,15 +91,18 @@ def cross_entropy_forward_backward(
     label_smoothing: float = 0.0,
     grad: torch.Tensor | None = None,
     in_place: bool = False,
+    n_non_ignore: int | None = None,
 ):
     """(mean loss, d loss / d logits) of cross-entropy over rows of `logits` (BT x V).
 
-    The gradient goes into `grad` when given, over `logits` when `in_place`, else into a new tensor."""
+    The gradient goes into `grad` when given, over `logits` when `in_place`, else into a new tensor;
+    `n_non_ignore` (the rows whose label is not `ignore_index`) saves counting them on the host."""
     assert logits.dim() == 2 and logits.stride(1) == 1
     n_rows, n_cols = logits.shape
     target = target.contiguous()
     BLOCK_SIZE = min(MAX_FUSED_SIZE, 1 << (n_cols - 1).bit_length())
-    n_non_ignore = int((target != ignore_index).sum().item()) if logits.device.type != "meta" else n_rows
+    if n_non_ignore is None:
+        n_non_ignore = int((target != ignore_index).sum().item())
     if grad is None:
         grad = logits if in_place else torch.empty_like(logits)
     loss_1d = torch.empty(n_rows, dtype=torch.float32, device=logits.device)

@@ -150,16 +150,17 @@ def rms_norm_backward(
     W: torch.Tensor | None,
     RSTD: torch.Tensor,
     atomic_dw: bool = False,
+    n_programs: int | None = None,
 ):
     """(dX, dW) of RMSNorm for the output's gradient dY; dW is None without a weight.
 
     dW in two stages: per-program f32 partial rows summed by torch, or (`atomic_dw`) added
-    into one f32 row by the autotuned atomic kernel."""
+    into one f32 row by the autotuned atomic kernel; `n_programs` defaults to one per SM."""
     assert X.dim() == 2 and X.stride(1) == 1
     dY = dY.contiguous()  # (a broadcast gradient, say of .sum(), has stride 0)
     n_rows, n_cols = X.shape
     BLOCK_SIZE, num_warps = _block(n_cols)
-    n_programs = min(_programs(X), n_rows)
+    n_programs = min(n_programs or _programs(X), n_rows)
     rows_per_program = -(-n_rows // n_programs)
     dX = torch.empty_like(X)
     shape = (n_cols,) if atomic_dw else (n_programs, n_cols)
