@@ -25,7 +25,7 @@ def cross_entropy_kernel(
     label_smoothing,
     BLOCK_SIZE: tl.constexpr,
 ):
-    program_id = tl.program_id(0)
+    program_id = tl.program_id(0).to(tl.int64)
     X_ptr += program_id * X_stride
     dX_ptr += program_id * dX_stride
     y = tl.load(Y_ptr + program_id)

@@ -28,7 +28,7 @@ def cross_entropy_kernel(
     label_smoothing,
     BLOCK_SIZE: tile.constexpr,
 ):
-    program_id = tile.program_id(0)
+    program_id = tile.program_id(0).to(tile.int64)  # (row * stride passes 2**31 at 16k rows of a 128k vocab)
     X_ptr += program_id * X_stride
     dX_ptr += program_id * dX_stride
     y = tile.load(Y_ptr + program_id)
