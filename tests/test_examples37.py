@@ -1,8 +1,8 @@
 """examples/cross_entropy.py and examples/rms_norm_backward.py (forward, backward with dW by partial rows
-or by atomics, with and without a weight) compiled for sm_90a at the
-sizes benchmarks/training_kernels_on_device.py times: nothing spilled, and bf16 rows read
-in 16-byte vectors (ld.global.v4). Their CPU checks against torch are the examples' main()
-(tests/test_examples.py)."""
+or by atomics, with and without a weight) compiled for sm_90a at the sizes
+benchmarks/training_kernels_on_device.py times: nothing spilled, bf16 rows read in 16-byte
+vectors. On the CPU: strided views, and the atomic dW kernel retuned (its `reset_to_zero`);
+the examples' main() (tests/test_examples.py) checks the rest against torch."""
 
 import re
 
@@ -114,3 +114,40 @@ def test_rms_norm_sm90(gpu_target, has_weight, atomic_dw):
         assert re.search(rf"st\.global(\.\w+)*\.{vec}\.b32", ptx), ptx[-3000:]
     atomics = re.findall(r"\b(?:atom|red)(?:\.\w+)*\.global\.add\.f32", backward.asm["ptx"])
     assert bool(atomics) == (has_weight and atomic_dw), atomics
+
+
+def test_cross_entropy_strided_cpu():
+    """Logits a column slice of a wider buffer (row stride > V), the gradient into a buffer of
+    another row stride, an odd vocabulary over several blocks."""
+    import cross_entropy as ce
+
+    torch.manual_seed(2)
+    rows, vocab = 7, 4500
+    logits = torch.randn(rows, vocab + 24)[:, 3:vocab + 3]
+    grad = torch.zeros(rows, vocab + 40)[:, :vocab]
+    target = torch.randint(0, vocab, (rows,))
+    target[2] = -100
+    ref = logits.clone().requires_grad_()
+    want = torch.nn.functional.cross_entropy(ref, target, label_smoothing=0.2)
+    want.backward()
+    loss, got = ce.cross_entropy_forward_backward(logits, target, label_smoothing=0.2, grad=grad)
+    assert got is grad
+    torch.testing.assert_close(loss, want.detach())
+    torch.testing.assert_close(grad, ref.grad)
+
+
+def test_rms_norm_strided_cpu():
+    """X a column slice of a wider buffer (its row stride not the row's length)."""
+    import rms_norm_backward as rn
+
+    torch.manual_seed(3)
+    X = torch.randn(11, 200)[:, 5:182]
+    W = torch.randn(177)
+    dY = torch.randn(11, 177)
+    Xr, Wr = X.clone().requires_grad_(), W.clone().requires_grad_()
+    rn.reference(Xr, Wr).backward(dY)
+    Y, RSTD = rn.rms_norm_forward(X, W)
+    dX, dW = rn.rms_norm_backward(dY, X, W, RSTD, n_programs=3)
+    torch.testing.assert_close(Y, rn.reference(X, W))
+    torch.testing.assert_close(dX, Xr.grad)
+    torch.testing.assert_close(dW, Wr.grad, rtol=1e-4, atol=1e-4)
