@@ -117,6 +117,7 @@ def rms_norm_forward_kernel(
     n_cols,
     eps,
     HAS_WEIGHT: tl.constexpr,
+    casting_mode: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
 ):
     row_idx = tl.program_id(0)
@@ -129,6 +130,8 @@ def rms_norm_forward_kernel(
     rstd = tl.rsqrt(mean_square + eps)
     tl.store(RSTD_ptr + row_idx, rstd)
     Y_row = X_row * rstd
+    if casting_mode == 0:  # Llama's
+        Y_row = Y_row.cast(X_ptr.dtype.element_ty).cast(tl.float32)
     if HAS_WEIGHT:
         Y_row = Y_row * tl.load(W_ptr + col_offsets, mask=mask, other=0).cast(tl.float32)
     tl.store(Y_ptr + col_offsets, Y_row.cast(Y_ptr.dtype.element_ty), mask=mask)
@@ -197,7 +200,7 @@ def _rms_block(n_cols: int) -> tuple[int, int]:
     return block, min(max(block // 256, 1), 16)
 
 
-def rms_norm_forward(X, W, eps=1e-6):
+def rms_norm_forward(X, W, eps=1e-6, casting_mode="gemma"):
     """As examples/rms_norm_backward.py's, launching the Triton kernel."""
     n_rows, n_cols = X.shape
     block, warps = _rms_block(n_cols)
@@ -205,7 +208,7 @@ def rms_norm_forward(X, W, eps=1e-6):
     RSTD = torch.empty(n_rows, dtype=torch.float32, device=X.device)
     rms_norm_forward_kernel[(n_rows,)](
         Y, Y.stride(0), X, X.stride(0), W, RSTD, n_cols, eps,
-        HAS_WEIGHT=W is not None, BLOCK_SIZE=block, num_warps=warps,
+        HAS_WEIGHT=W is not None, casting_mode=0 if casting_mode == "llama" else 1, BLOCK_SIZE=block, num_warps=warps,
     )
     return Y, RSTD
 

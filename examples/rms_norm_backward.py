@@ -12,6 +12,10 @@ import torch
 import tile
 
 MAX_ROW_BLOCK = tile.constexpr(16384)
+# Liger's casting modes: Llama rounds x * rstd to x's dtype before the weight; Gemma keeps f32.
+_CASTING_MODE_LLAMA = tile.constexpr(0)
+_CASTING_MODE_GEMMA = tile.constexpr(1)
+_str_to_casting_mode = {"llama": _CASTING_MODE_LLAMA.value, "gemma": _CASTING_MODE_GEMMA.value}
 
 
 @tile.kernel
@@ -25,6 +29,7 @@ def rms_norm_forward_kernel(
     n_cols,
     eps,
     HAS_WEIGHT: tile.constexpr,
+    casting_mode: tile.constexpr,
     BLOCK_SIZE: tile.constexpr,
 ):
     row_idx = tile.program_id(0)
@@ -37,6 +42,8 @@ def rms_norm_forward_kernel(
     rstd = tile.rsqrt(mean_square + eps)
     tile.store(RSTD_ptr + row_idx, rstd)
     Y_row = X_row * rstd
+    if casting_mode == _CASTING_MODE_LLAMA:
+        Y_row = Y_row.cast(X_ptr.dtype.element_ty).cast(tile.float32)
     if HAS_WEIGHT:
         Y_row = Y_row * tile.load(W_ptr + col_offsets, mask=mask, other=0).cast(tile.float32)
     tile.store(Y_ptr + col_offsets, Y_row.cast(Y_ptr.dtype.element_ty), mask=mask)
@@ -114,8 +121,8 @@ def _block(n_cols: int) -> tuple[int, int]:
     return block, min(max(block // 256, 1), 16)
 
 
-def rms_norm_forward(X: torch.Tensor, W: torch.Tensor | None, eps: float = 1e-6):
-    """(Y, rstd) of RMSNorm over X's last dim (X 2-D, rows contiguous)."""
+def rms_norm_forward(X: torch.Tensor, W: torch.Tensor | None, eps: float = 1e-6, casting_mode: str = "gemma"):
+    """(Y, rstd) of RMSNorm over X's last dim (X 2-D, rows contiguous); `casting_mode` as Liger's."""
     assert X.dim() == 2 and X.stride(1) == 1
     n_rows, n_cols = X.shape
     BLOCK_SIZE, num_warps = _block(n_cols)
@@ -131,6 +138,7 @@ def rms_norm_forward(X: torch.Tensor, W: torch.Tensor | None, eps: float = 1e-6)
         n_cols,
         eps,
         HAS_WEIGHT=W is not None,
+        casting_mode=_str_to_casting_mode[casting_mode],
         BLOCK_SIZE=BLOCK_SIZE,
         num_warps=num_warps,
     )
@@ -200,9 +208,11 @@ def rms_norm_backward(
     return dX, None if dW is None else dW.to(W.dtype)
 
 
-def reference(X: torch.Tensor, W: torch.Tensor | None, eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm in f32 by torch."""
+def reference(X: torch.Tensor, W: torch.Tensor | None, eps: float = 1e-6, casting_mode: str = "gemma"):
+    """RMSNorm in f32 by torch (Llama's: x * rstd rounded to x's dtype first)."""
     Y = X.float() * torch.rsqrt(X.float().pow(2).mean(-1, keepdim=True) + eps)
+    if casting_mode == "llama":
+        Y = Y.to(X.dtype).float()
     return Y if W is None else Y * W.float()
 
 
@@ -232,8 +242,15 @@ def main(device: str = "cpu") -> None:
     _check(37, 100, torch.float32, False, False, device)
     _check(20, 1000, torch.bfloat16, True, False, device)
     _check(20, 1000, torch.bfloat16, False, True, device)
-    print(f"rms_norm_backward: Y, dX and dW (partial rows + torch sum, and autotuned atomic_add) of RMSNorm "
-          f"with and without a weight, f32 and bf16, on {device} match torch autograd")
+    X = torch.randn(9, 300, device=device).to(torch.bfloat16)
+    W = torch.randn(300, device=device).to(torch.bfloat16)
+    Ys = {}
+    for mode in ("llama", "gemma"):
+        Ys[mode], _ = rms_norm_forward(X, W, casting_mode=mode)
+        torch.testing.assert_close(Ys[mode].float(), reference(X, W, casting_mode=mode), rtol=1e-2, atol=1e-2)
+    assert not torch.equal(Ys["llama"], Ys["gemma"]), "the casting mode changed nothing"
+    print(f"rms_norm_backward: Y (Llama's and Gemma's casting), dX and dW (partial rows + torch sum, and "
+          f"autotuned atomic_add) of RMSNorm with and without a weight, f32 and bf16, on {device} match torch autograd")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ def test_rms_norm_sm90(gpu_target, has_weight, atomic_dw):
         cols,
         1e-6,
         HAS_WEIGHT=has_weight,
+        casting_mode=rn._str_to_casting_mode["llama"],
         BLOCK_SIZE=block,
         num_warps=warps,
     )
