@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import re
-import warnings
 
 from mlir import ir
 
@@ -99,10 +98,6 @@ def _ptxas_summary(log: str) -> dict:
             "spill_stores": num(r"(\d+) bytes spill stores"), "spill_loads": num(r"(\d+) bytes spill loads")}
 
 
-class SpillWarning(UserWarning):
-    """A GPU kernel whose registers ptxas spilled to local memory."""
-
-
 def _tensor_core_dots(module, num_warps: int) -> bool:
     """True unless the kernel has a dot that mma.sync cannot do: f32 operands without
     tf32, K not a multiple of the instruction's (16 for 16-bit operands, 8 for tf32), or
@@ -156,11 +151,6 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
     if target != "cpu":
         from .cubin import assemble
 
-        report = compiled.metadata["ptxas"] = _ptxas_summary(assemble(compiled.stages["ptx"], target)[1])
-        if report["spill_stores"] or report["spill_loads"]:
-            warnings.warn(f"tile: {kernel.name} ({target}, {options['num_warps']} warps) spills: {report['spill_stores']} "
-                          f"bytes of spill stores and {report['spill_loads']} of spill loads at {report['registers']} "
-                          "registers a thread (smaller blocks, or more warps up to 64 registers a thread, keep tiles in registers)",
-                          SpillWarning, stacklevel=2)
+        compiled.metadata["ptxas"] = _ptxas_summary(assemble(compiled.stages["ptx"], target)[1])
     artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()
     return compiled, artifact

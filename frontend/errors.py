@@ -35,6 +35,11 @@ class DeviceAssertionError(TileError, AssertionError):
     """A `device_assert` (or `assert` on a run-time value) failed while the kernel ran."""
 
 
+class SpillWarning(UserWarning):
+    """A GPU kernel whose registers ptxas spilled to local memory (said whenever its launcher is
+    made, from the compiler or the cache)."""
+
+
 class DeviceUnavailableError(TileError):
     """The kernel was compiled, but there is no device here to run it on."""
 

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import warnings
 
-from ..frontend.errors import CompilationError, def_line, source_of
+from ..frontend.errors import CompilationError, SpillWarning, def_line, source_of
 from ..frontend.names import captured, described
 from ..frontend.paths import cache_dir, remove, share
 from .toolchain import TOOLCHAIN
@@ -276,6 +276,16 @@ def _saved_error(kernel, path: str) -> CompilationError | None:
         return None
 
 
+def _warn_spills(meta: dict, name: str, target: str, options: dict):
+    """A SpillWarning for a launcher whose kernel ptxas spilled, built now or read from the cache."""
+    report = meta.get("ptxas") or {}
+    if report.get("spill_stores") or report.get("spill_loads"):
+        warnings.warn(f"tile: {name} ({target}, {options['num_warps']} warps) spills: {report['spill_stores']} "
+                      f"bytes of spill stores and {report['spill_loads']} of spill loads at {report['registers']} "
+                      "registers a thread (smaller blocks, or more warps up to 64 registers a thread, keep tiles in "
+                      "registers)", SpillWarning, stacklevel=4)
+
+
 def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipeline: str = "", build: bool = True):
     """The launcher of one specialization, from the cache or built first if it is missing (None
     then if not `build`); `edits` (`tile.Pipeline` edits) change its pass pipeline, whose
@@ -300,6 +310,7 @@ def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipel
         asm = read_stages(path)
     meta, artifact = entry
     meta["cache_path"] = path
+    _warn_spills(meta, kernel.name, target, options)
     if target == "cpu":
         from .cpu_launcher import CpuLauncher
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tile
-from tile.codegen.build import SpillWarning
+from tile import SpillWarning
 
 
 @tile.kernel
