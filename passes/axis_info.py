@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from .int_ranges import constant_int
+
 BIG = 1 << 30
 
 
@@ -75,26 +77,17 @@ class AxisInfo:
             splat = op_of(v, "tile.splat")
             return splat.operands[0] if splat is not None else v
 
-        def constant(v):
-            c = op_of(scalar(v), "arith.constant")
-            if c is None:
-                return None
-            attr = c.attributes["value"]
-            if isinstance(attr, ir.DenseIntElementsAttr) and attr.is_splat:
-                attr = attr.get_splat_value()
-            return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-
         select = op_of(d, "arith.select")
-        if select is None or constant(select.operands[1]) != 1:
+        if select is None or constant_int(select.operands[1]) != 1:
             return d
         b = select.operands[2]
         guard = op_of(select.operands[0], "arith.ori")
         tests = [op_of(t, "arith.cmpi") for t in guard.operands] if guard is not None else []
         if len(tests) != 2 or any(t is None or t.operands[0] != b or ir.IntegerAttr(t.attributes["predicate"]).value != 0
                                   for t in tests) or \
-                sorted(constant(t.operands[1]) or 0 for t in tests) != [-1, 0]:
+                sorted(constant_int(t.operands[1]) or 0 for t in tests) != [-1, 0]:
             return d
-        nonzero = self.scalar_divisibility.get(scalar(b), 1) >= 2 or constant(b) not in (None, 0, -1)
+        nonzero = self.scalar_divisibility.get(scalar(b), 1) >= 2 or constant_int(b) not in (None, 0, -1)
         return b if nonzero else d
 
     def _compute(self, v) -> Info:

@@ -35,6 +35,16 @@ def _constant(op) -> int | None:
     return None
 
 
+def constant_int(v) -> int | None:
+    """The int an `arith.constant` (or a splat of one, or a splat dense constant) makes v, else None."""
+    if isinstance(v.owner, ir.Block):
+        return None
+    op = v.owner.operation
+    if op.name == "tile.splat":
+        return constant_int(op.operands[0])
+    return _constant(op) if op.name == "arith.constant" else None
+
+
 def _fits(r, width: int):
     """r, if every value in it is an i`width` (signed), else None (the op may wrap)."""
     return r if r is not None and -(1 << (width - 1)) <= r[0] and r[1] < (1 << (width - 1)) else None

@@ -43,6 +43,8 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects import tile_ops
+from .int_ranges import constant_int
+from .loop_slice import inside
 from .registry import register_pass
 from .walk import collect
 
@@ -54,35 +56,26 @@ _HOISTABLE = {
 }
 
 
-def _defined_outside(v, loop) -> bool:
-    owner = v.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner.operation
-    while op is not None:
-        if op == loop:
-            return False
-        op = op.parent
-    return True
-
-
-def _invariant_ops(v, loop, body, found: list) -> bool:
+def _invariant_ops(v, loop, found: list) -> bool:
     """Whether v is loop-invariant: defined outside the loop, or by hoistable ops of the
     body whose operands are; those ops are appended to `found` (operands first)."""
-    if _defined_outside(v, loop):
+    owner = v.owner.owner if isinstance(v.owner, ir.Block) else v.owner.operation
+    if not inside(owner, loop):
         return True
     if isinstance(v.owner, ir.Block):
         return False
     op = v.owner.operation
     if op.name not in _HOISTABLE or op.parent != loop or op.regions:
         return False
-    if any(o is op or o == op for o in found):
+    if op in found:
         return True
-    if not all(_invariant_ops(o, loop, body, found) for o in op.operands):
+    if not all(_invariant_ops(o, loop, found) for o in op.operands):
         return False
     found.append(op)
     return True
 
 
-def _step(y, x, loop, body):
+def _step(y, x, loop):
     """The chain from the carried value x to the yielded y, as (terms, ops of the chain,
     invariant ops): y == x + sum(sign * term); None if y is not such a chain."""
     terms, chain, hoist = [], [], []
@@ -96,7 +89,7 @@ def _step(y, x, loop, body):
         a, b = op.operands
         if op.name == "arith.addi" and not _carries(a, x, loop):
             a, b = b, a  # (inc + p)
-        if not _carries(a, x, loop) or not _invariant_ops(b, loop, body, hoist):
+        if not _carries(a, x, loop) or not _invariant_ops(b, loop, hoist):
             return None
         terms.append((-1 if op.name == "arith.subi" else 1, b))
         chain.append(op)
@@ -144,19 +137,13 @@ def _times(n, term):
     return arith.muli(tile_ops.splat(_cast(n, elem), shape), term)
 
 
-def _iteration(loop, body, iv):
-    """The iteration's number, (iv - lb) / step, built at the top of the body."""
+def _iteration(loop, iv):
+    """The iteration's number, (iv - lb) / step, built at the insertion point."""
     lb, _, st = list(loop.operands)[:3]
-
-    def const(v):
-        if isinstance(v.owner, ir.Block) or v.owner.operation.name != "arith.constant":
-            return None
-        return ir.IntegerAttr(v.owner.operation.attributes["value"]).value
-
     n = iv
-    if const(lb) != 0:
+    if constant_int(lb) != 0:
         n = arith.subi(n, lb)
-    if const(st) != 1:
+    if constant_int(st) != 1:
         n = arith.divsi(n, st)
     return n
 
@@ -176,7 +163,7 @@ class TileInductionOffsets:
             t = x.type
             if isinstance(t, ir.RankedTensorType):
                 t = ir.RankedTensorType(t).element_type
-            step = _step(y, x, loop, body) if isinstance(t, ir.IntegerType) else None
+            step = _step(y, x, loop) if isinstance(t, ir.IntegerType) else None
             if step is not None and step[0]:
                 found.append((i, x, *step))
         if not found:
@@ -189,7 +176,7 @@ class TileInductionOffsets:
                     moved.add(op)
         inits = list(loop.operands)[3:]
         with ir.InsertionPoint(list(body.operations)[0]), loop.location:
-            n = _iteration(loop, body, body.arguments[0])
+            n = _iteration(loop, body.arguments[0])
             values = []
             for i, x, terms, chain, hoist in found:
                 value = inits[i]
@@ -201,8 +188,13 @@ class TileInductionOffsets:
             x.replace_all_uses_except(value, chain[-1])
             if not _used(loop.results[i]):  # (else the loop still carries it, for its result)
                 yield_op.operands[i] = x
-                kept = [op for op in chain if _used(op.result) or op.erase()]
-                if kept:  # a step the iteration reads (`c += s; store(c)`): from the iteration's value
+                read = False
+                for op in chain:  # (the last step first: a step only the next one read goes too)
+                    if _used(op.result):
+                        read = True
+                    else:
+                        op.erase()
+                if read:  # a step the iteration reads (`c += s; store(c)`): from the iteration's value
                     x.replace_all_uses_with(value)
         for op in reversed([op for *_, hoist in found for op in hoist]):
             if op in moved and not _used(op.result):
