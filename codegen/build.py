@@ -124,7 +124,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
             for op, what in (("tile.print", "device_print"), ("tile.barrier", "debug_barrier"),
-                             ("tile.assert_fail", "device_assert")):
+                             ("tile.assert_fail", "device_assert"),
+                             ("tile.grid_dependency", "gdc_wait/gdc_launch_dependents")):
                 if collect(module.operation, [op]):
                     raise CompilationError(f"{kernel.name}: {what} is not supported on a GPU in a kernel whose dot "
                                            "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")

@@ -354,6 +354,7 @@ class Translator:
                                      op_tile_local_store)
     from .distributed_tma import (op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait,  # noqa: E402
                                   op_tile_mbarrier_dealloc, op_tile_tma_store)
+    from .grid_dependency import op_tile_grid_dependency  # noqa: E402
 
 
 def read_only_arguments(fn) -> set:

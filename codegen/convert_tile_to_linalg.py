@@ -303,6 +303,8 @@ LOWERINGS["tile.atomic_rmw"] = LOWERINGS["tile.atomic_cas"] = lower_atomic
 LOWERINGS["tile.barrier"] = lower_barrier
 from .device_assert import lower_assert_fail  # noqa: E402
 LOWERINGS["tile.assert_fail"] = lower_assert_fail
+from .grid_dependency import lower_grid_dependency  # noqa: E402
+LOWERINGS["tile.grid_dependency"] = lower_grid_dependency
 
 
 def inline_fused(op):

@@ -369,6 +369,27 @@ def barrier(*, loc=None, ip=None) -> ir.Operation:
     return create("barrier", [], [], loc=loc, ip=ip)
 
 
+GRID_DEPENDENCY_KINDS = ("wait", "launch_dependents")
+
+
+def _verify_grid_dependency(op):
+    kind = ir.StringAttr(op.attributes["kind"]).value
+    if kind not in GRID_DEPENDENCY_KINDS:
+        return f"kind must be one of {', '.join(GRID_DEPENDENCY_KINDS)}, got {kind!r}"
+
+
+@define("grid_dependency", attributes=["kind"], verify=_verify_grid_dependency)
+def grid_dependency(kind: str, *, loc=None, ip=None) -> ir.Operation:
+    """Grid dependence control (Triton's `gdc_wait` / `gdc_launch_dependents`): "wait" until
+    the grid this one depends on has finished and its writes are visible, or
+    "launch_dependents": let the next grid (launched with PDL) start. `griddepcontrol.wait` /
+    `griddepcontrol.launch_dependents` on sm_90+, nothing on the CPU or before sm_90 (no PDL there).
+
+    "tile.grid_dependency"() {kind = "wait"} : () -> ()
+    """
+    return create("grid_dependency", [], [], {"kind": ir.StringAttr.get(kind)}, loc=loc, ip=ip)
+
+
 def _verify_block_access(op, tile_type, indices):
     memref = ir.MemRefType(op.operands[0].type)
     shape = _shape(tile_type)

@@ -367,5 +367,5 @@ def tile_method(t: Tile, name: str):
 
 
 # (they register their emitters)
-from . import (atomics, descriptors, device_assert, hints, math_functions, memory_hints, python_builtins,  # noqa: E402,F401
-               random, reductions, shape_builtins)
+from . import (atomics, descriptors, device_assert, grid_dependence, hints, math_functions, memory_hints,  # noqa: E402,F401
+               python_builtins, random, reductions, shape_builtins)

@@ -31,6 +31,7 @@ _SIGNATURES = {
     "cuFuncGetAttribute": (POINTER(c_int), c_int, c_void_p),
     "cuLaunchKernel": (c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
                        c_uint, c_void_p, POINTER(c_void_p), POINTER(c_void_p)),
+    "cuLaunchKernelEx": (c_void_p, c_void_p, POINTER(c_void_p), POINTER(c_void_p)),
     "cuCtxSynchronize": (),
     "cuThreadExchangeStreamCaptureMode": (POINTER(c_int),),
     "cuGetErrorName": (c_int, POINTER(c_char_p)),
@@ -247,10 +248,34 @@ class Function:
         """`params`: ctypes scalars in kernel-signature order; the driver reads each by address."""
         self.launch_argv(grid, block, parameter_array(params), shared_mem, stream)
 
-    def launch_argv(self, grid, block, argv, shared_mem: int = 0, stream: int = 0) -> None:
-        """Launch with a prebuilt `void*[]` of parameter addresses (see `parameter_array`)."""
-        check(_load().cuLaunchKernel(self.handle, *grid, *block, shared_mem, stream, argv, None),
-              "cuLaunchKernel")
+    def launch_argv(self, grid, block, argv, shared_mem: int = 0, stream: int = 0, pdl: bool = False) -> None:
+        """Launch with a prebuilt `void*[]` of parameter addresses (see `parameter_array`); `pdl`:
+        as a programmatic dependent launch (cuLaunchKernelEx with programmatic stream
+        serialization: the grid may start before the one before it on the stream ends, and
+        waits for it at `griddepcontrol.wait`)."""
+        if not pdl:
+            check(_load().cuLaunchKernel(self.handle, *grid, *block, shared_mem, stream, argv, None),
+                  "cuLaunchKernel")
+            return
+        attr = LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+        attr.value[:4] = (1).to_bytes(4, "little")  # programmaticStreamSerializationAllowed
+        config = LaunchConfig(*grid, *block, shared_mem, stream, ctypes.pointer(attr), 1)
+        check(_load().cuLaunchKernelEx(ctypes.byref(config), self.handle, argv, None), "cuLaunchKernelEx")
+
+
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, then a 64-byte union 8-byte aligned."""
+    _fields_ = [("id", c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_ubyte * 64)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuLaunchKernelEx's)."""
+    _fields_ = [("gridDimX", c_uint), ("gridDimY", c_uint), ("gridDimZ", c_uint), ("blockDimX", c_uint),
+                ("blockDimY", c_uint), ("blockDimZ", c_uint), ("sharedMemBytes", c_uint), ("hStream", c_void_p),
+                ("attrs", POINTER(LaunchAttribute)), ("numAttrs", c_uint)]
 
 
 # CUtensorMapDataType, by element type; CUtensorMapSwizzle, by swizzle bytes.

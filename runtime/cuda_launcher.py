@@ -38,6 +38,7 @@ class CudaLauncher:
         self.abi = [(a["arg"], a["part"], a.get("dim", 0), a["type"]) for a in metadata["abi"]]
         self.arg_names = [a[0] for a in metadata["args"]]
         self.shared_bytes = metadata.get("shared_bytes", 0)
+        self.pdl = bool(metadata.get("options", {}).get("launch_pdl"))  # launched by cuLaunchKernelEx
         self._functions: dict = {}  # device ordinal -> Function (a module per primary context)
         self._handles: dict = {}  # device ordinal -> the function's handle as c_void_p
         # One preallocated ctypes slot per parameter, and the address array over them, built
@@ -105,10 +106,10 @@ class CudaLauncher:
         get_stream, current = _stream_getters()
         stream = get_stream(device)
         if current() == device:
-            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream)
+            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
         else:
             with cuda_driver.on_device(device):
-                fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream)
+                fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
 
     # ---- the generated per-specialization launch ----------------------------------
     def params_read(self) -> set[int] | None:
@@ -128,7 +129,10 @@ class CudaLauncher:
         tensor, "i"/"f"/"b" an int/float/bool) on CUDA device `device` (that of the tensor
         arguments; None: whichever is current at each launch), called as `f(gx, gy, gz, *flat)`
         where `flat` is, per argument, `t, t.data_ptr()` for a tensor and the value for a
-        scalar. Grid dims are positive ints below 2**31. None if kinds do not fit the ABI."""
+        scalar. Grid dims are positive ints below 2**31. None if kinds do not fit the ABI, or for
+        a programmatic dependent launch (`__call__` makes it)."""
+        if self.pdl:
+            return None
         if (kinds, device) not in self._fast:
             self._fast[kinds, device] = self._generate(kinds, device)
         return self._fast[kinds, device]

@@ -172,6 +172,12 @@ class Kernel(FastLaunch):
         if "num_ctas" in kwargs and "num_ctas" not in names:  # Triton's clusters: one CTA is what tile launches
             if kwargs.pop("num_ctas") != 1:
                 raise LaunchError(f"{self.name}: num_ctas (thread-block clusters) must be 1: tile launches one CTA a program")
+        if "launch_pdl" in kwargs and "launch_pdl" not in names:  # Triton's programmatic dependent launch
+            pdl = kwargs.pop("launch_pdl")
+            if not isinstance(pdl, bool):
+                raise LaunchError(f"{self.name}: launch_pdl must be True or False, got {pdl!r}")
+            if pdl:
+                options["launch_pdl"] = True
         if len(args) > len(names):
             raise LaunchError(f"{self.name}() takes {len(names)} arguments but {len(args)} were given")
         values = dict(zip(names, args))
@@ -280,7 +286,9 @@ class Kernel(FastLaunch):
         sig = self.signature(values)
         options = dict(options)
         passes = options.pop("passes", None)
-        if target != "cpu":
+        if target == "cpu":
+            options.pop("launch_pdl", None)  # (launches there run one after another: no second build)
+        else:
             options = {**options, "divisible_args": _divisible_args(self, values),
                        "noalias": disjoint(*[v for v in values if is_tensor(v)])}
         if self.debug or flag_on(os.environ.get("TILE_DEBUG")):  # (device_assert on a GPU; bounds checks everywhere)
@@ -321,7 +329,8 @@ class Kernel(FastLaunch):
             if k == "passes" and k not in self._names:  # (a Pipeline by identity: editing it forgets this cache)
                 key.append((k, v if isinstance(v, pass_pipeline.Pipeline) else tuple(v)))
                 continue
-            key.append((k, _exact(v) if k in self.constexprs or k in DEFAULT_OPTIONS else _spec_of(v)))
+            exact = k in self.constexprs or k in DEFAULT_OPTIONS or k == "launch_pdl"
+            key.append((k, _exact(v) if exact else _spec_of(v)))
         key.append(disjoint(*[v for v in (*args, *kwargs.values()) if is_tensor(v)]))
         return tuple(key)
 

@@ -27,7 +27,6 @@ FP8_DOT = "fp8 operands of tile.dot (float8 tiles are storage only)"
 POINTER_ARRAYS = "tile.pointer_type in a kernel: an int64 loaded from a tensor cast to a pointer (arrays of pointers)"
 DOT_SCALED = "tile.dot_scaled (fp8/fp4 blocks with e8m0 scales per 32 elements of K)"
 UINT8 = "uint8 tensors (the e8m0 scales)"
-GDC = "tile.extra.cuda.gdc_wait / gdc_launch_dependents and the launch option launch_pdl="
 
 
 def _why(*missing):
@@ -50,7 +49,7 @@ CPU_BLOCKERS = {
     "t09_persistent_matmul:check_matmul": None,
     "t09_persistent_matmul": None,
     "t10_block_scaled_matmul": _why(UINT8, DOT_SCALED),
-    "t11_programmatic_dependent_launch": _why(GDC),
+    "t11_programmatic_dependent_launch": None,
 }
 # port[:function] -> what its benchmark_launches() (or that function's) needs to compile for sm_90a
 GPU_BLOCKERS = {
@@ -68,7 +67,7 @@ GPU_BLOCKERS = {
     # (its epilogue's split, through `gather`, and the persistent loop's live accumulator)
     "t09_persistent_matmul": "matmul_kernel_descriptor_persistent spills (968 bytes) at the tutorial's config",
     "t10_block_scaled_matmul": _why(UINT8, DOT_SCALED),
-    "t11_programmatic_dependent_launch": _why(GDC),
+    "t11_programmatic_dependent_launch": None,
 }
 # kernels whose benchmark configuration ptxas may spill on sm_90a, and why
 SPILLS_EXPECTED = {
