@@ -38,6 +38,7 @@ from .convert_tile_to_linalg import const_index, flat_view, if_else, to_index
 from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, from_elements, i32
 from .static_registers import thread_coords
+from .tail_masked_copies import tail_copy, tail_mask
 
 
 @dataclass
@@ -198,6 +199,9 @@ def op_tile_async_copy(self, op):
         v = chunk_width(self, dist, offsets, mask, elem, aligned)  # (16 bytes at most: a slot's unit)
         if v > w and v * bits(elem) >= 32:
             return _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v)
+        tail = tail_mask(self, dist, offsets, mask, elem, aligned, tile.unit)
+        if tail is not None and tail.width > w:  # runs cut by a bound: whole copies of part of a run
+            return tail_copy(self, tile, flat, dist, offsets, tail)
     coords = [elements(c, n) for c in self.coords(dist)]
     rows, cols = slot_coords(coords, n)
     starts = list(range(0, n, w))

@@ -26,8 +26,9 @@ def run_width(self, dist, offsets, mask, elem, aligned_base: bool, limit: int | 
     most `limit` (default: the run of elements a thread holds in the layout, `vector_width`)."""
     if dist.layout.order[0] != dist.rank - 1 or not aligned_base or (isinstance(elem, ir.IntegerType) and elem.width == 1):
         return 1  # (bools one at a time: `emulate-i1-memrefs` widens scalar accesses to bytes)
-    off, m = self.axis(offsets), self.axis(mask)
-    width = min(dist.vector_width if limit is None else limit, off.contiguity, m.constancy, 128 // bits(elem))
+    off = self.axis(offsets)
+    constancy = self.axis(mask).constancy if mask is not None else off.contiguity  # (None: the offsets' runs alone)
+    width = min(dist.vector_width if limit is None else limit, off.contiguity, constancy, 128 // bits(elem))
     width = 1 << (max(width, 1).bit_length() - 1)
     while width > 1 and off.divisibility % width:
         width //= 2
@@ -92,7 +93,9 @@ def same_in_every_program(value) -> bool:
 
 
 def _base_aligned(self, base) -> bool:
-    return self.axis.scalar_divisibility.get(base, 1) >= 16
+    """16-byte aligned: a tensor argument by the specialization, a pointer cast from an int64 by
+    a `multiple_of` hint (`frontend/pointer_arrays.py`)."""
+    return self.axis(base).divisibility >= 16
 
 
 def _hints(op, elem):
@@ -147,6 +150,8 @@ def op_tile_load(self, op):
 
 
 def op_tile_store(self, op):
+    from .tail_masked_copies import tail_mask, tail_store
+
     base, offsets, value, mask = op.operands
     elem = ir.MemRefType(base.type).element_type
     flat = flat_view(self.value(base))
@@ -161,6 +166,12 @@ def op_tile_store(self, op):
     dist = self.dist(value)
     n = dist.num_registers
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
+    # A tensor-core kernel's epilogue with a run-time bound (a grouped GEMM's N): vector stores, with
+    # the elements of a cut run one by one; element by element everywhere, its addresses spilled.
+    tail = tail_mask(self, dist, offsets, mask, elem, _base_aligned(self, base), None) \
+        if hints is None and self.has_dot else None
+    if tail is not None and tail.width > w:  # runs cut by a bound (tail_masked_copies.py)
+        return tail_store(self, flat, dist, offsets, elements(self.value(value), n), tail)
     whole_words = predicated_access.supported(w, elem)
     w = w if whole_words or hints is None else 1
     offs, vals, masks = (elements(self.value(x), n) for x in (offsets, value, mask))

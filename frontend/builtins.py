@@ -293,6 +293,10 @@ def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
     the same bits read as `dtype` (of the same width)."""
     x, dt = _tile(x, "cast's operand"), _dtype(dtype)
     if not bitcast:
+    if isinstance(dtype, dtypes.pointer_type):  # an address to a pointer (Triton's int-to-pointer cast)
+        from .pointer_arrays import pointer_from_int
+
+        return pointer_from_int(x, dtype.element_ty)
         return semantics.cast(x, dt, fp_downcast_rounding)
     if x.dtype.bits != dt.bits or int1 in (x.dtype, dt):
         raise SemanticError(f"bitcast needs types of one width (not bool), got {x.dtype!r} ({x.dtype.bits} bits) and "

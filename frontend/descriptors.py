@@ -23,6 +23,7 @@ from . import semantics
 from .builtins import EMITTERS, _const_int, _describe, _pointer, _shape, _tile, emitter
 from .dtypes import int1, int32, int64
 from .errors import TileError
+from .pointer_arrays import tma_aligned
 from .semantics import SemanticError
 from .tensor_descriptor import HostDescriptor, part_names
 from .values import Aggregate, Pointer, TensorArg, Tile
@@ -205,6 +206,7 @@ def _make_tensor_descriptor(base, shape, strides, block_shape, padding_option="z
                             f"{_describe(strides[-1])}")
     base = _base(base, "make_tensor_descriptor's base")
     _padding(padding_option, base.base.dtype)
+    tma_aligned(base, strides)
     return TensorDescriptor(base, shape, strides, block, padding_option)
 
 

@@ -322,6 +322,8 @@ class Expressions:
         if helper is not None:
             return self.inline_helper(helper, args, kwargs)
         compile_time = not any(is_runtime(a) or isinstance(a, TensorArg) for a in [*args, *kwargs.values()])
+        if callee is dtypes.pointer_type and compile_time:  # tile.pointer_type(tile.float16), a compile-time type
+            return callee(*args, **kwargs)
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
         if isinstance(getattr(callee, "__self__", None), dtypes.dtype) and compile_time:  # x.dtype.is_floating()

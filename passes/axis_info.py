@@ -53,11 +53,16 @@ class AxisInfo:
     def _hinted(self, v, info: Info) -> Info:
         """info, raised to what `tile.multiple_of`/`max_contiguous`/`max_constancy` (frontend/hints.py)
         say of v."""
-        if isinstance(v.owner, ir.Block):
-            return info
-        attrs = v.owner.operation.attributes
-        hint = {k: ir.IntegerAttr(attrs[f"tile.{k}"]).value for k in ("contiguity", "divisibility", "constancy")
-                if f"tile.{k}" in attrs}
+        suffix = ""
+        if isinstance(v.owner, ir.Block):  # a loop-carried value: hinted on its loop (`tile.divisibility_arg1`)
+            loop = v.owner.owner
+            if loop is None or loop.operation.name != "scf.for":
+                return info
+            attrs, suffix = loop.operation.attributes, f"_arg{v.arg_number}"
+        else:
+            attrs = v.owner.operation.attributes
+        hint = {k: ir.IntegerAttr(attrs[f"tile.{k}{suffix}"]).value for k in ("contiguity", "divisibility", "constancy")
+                if f"tile.{k}{suffix}" in attrs}
         if not hint:
             return info
         n = _last(v)

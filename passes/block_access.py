@@ -39,6 +39,7 @@ class Block:
     stride: ir.Value  # of the rows, or of the columns when `transposed`
     transposed: bool = False
     base: ir.Value | None = None  # an i32 scalar added to every offset (`match_copy_block` only)
+    unsigned: bool = False  # its mask compares unsigned (a descriptor's: a negative index is outside; `match_copy_block` only)
 
 
 def start_value(start: tuple, mapping: dict) -> ir.Value:
@@ -196,13 +197,18 @@ def match_copy_block(load) -> Block | None:
     _, offsets, mask, _ = load.operands
     if len(_shape(load.results[0])) != 2:
         return None
+    return _copy_block(offsets, mask, SLT) or _copy_block(offsets, mask, ULT)
+
+
+def _copy_block(offsets, mask, predicate: int) -> Block | None:
+    """`match_copy_block`'s block where the mask's compares are all `predicate`."""
     offs = _pair(offsets, "arith.addi", _based_term)
     if offs is None or all(t[3] is not None for t in offs):
         return None
     (_, row_vec, row_stride, b0), (_, col_vec, col_stride, b1) = offs
-    signed = lambda v: _mask_term(v, (SLT,))  # noqa: E731  (transposed_copies.py masks its copies with slt)
-    pair = _pair(mask, "arith.andi", signed)
-    single = signed(mask)
+    compare = lambda v: _mask_term(v, (predicate,))  # noqa: E731  (transposed_copies.py masks its copies alike)
+    pair = _pair(mask, "arith.andi", compare)
+    single = compare(mask)
     bounds = {t[0]: t[1:] for t in pair or ([single] if single else [])}
     if not bounds or row_stride is not None or col_stride is None:
         return None  # a unit stride on the rows only
@@ -212,7 +218,8 @@ def match_copy_block(load) -> Block | None:
     if row is None or col is None:
         return None
     rows, cols = (bounds[axis][1] if axis in bounds else None for axis in (0, 1))
-    return Block(row, col, rows, cols, col_stride, transposed=True, base=b0 if b0 is not None else b1)
+    return Block(row, col, rows, cols, col_stride, transposed=True, base=b0 if b0 is not None else b1,
+                 unsigned=predicate == ULT)
 
 
 def match_block(load) -> Block | None:

@@ -137,6 +137,15 @@ def _times(n, term):
     return arith.muli(tile_ops.splat(_cast(n, elem), shape), term)
 
 
+def _keep_hints(loop, x, value):
+    """The hints the loop holds for its carried x (`tile.multiple_of` on a pointer it advances:
+    `tile.divisibility_arg1`, frontend/hints.py) go to the op that now computes x's value."""
+    suffix = f"_arg{x.arg_number}"
+    for name in list(loop.attributes):
+        if name.startswith("tile.") and name.endswith(suffix):
+            value.owner.attributes[name[:-len(suffix)]] = loop.attributes[name]
+
+
 def _iteration(loop, iv):
     """The iteration's number, (iv - lb) / step, built at the insertion point."""
     lb, _, st = list(loop.operands)[:3]
@@ -185,6 +194,7 @@ class TileInductionOffsets:
                     value = arith.addi(value, d) if sign > 0 else arith.subi(value, d)
                 values.append(value)
         for (i, x, terms, chain, hoist), value in zip(found, values):
+            _keep_hints(loop, x, value)
             x.replace_all_uses_except(value, chain[-1])
             if not _used(loop.results[i]):  # (else the loop still carries it, for its result)
                 yield_op.operands[i] = x

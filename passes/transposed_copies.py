@@ -14,7 +14,7 @@ that shape, over offsets and a mask built for it:
     #         along R: 16-byte runs (`cp.async`) where the stride allows
     ro = r0 + arange(R) ; co = c0 + arange(C)
     offsets = broadcast(reshape(ro, 1 x R)) + broadcast(reshape(co, C x 1)) * s
-    mask    = (ro < rows) & (co < cols) & live       (each broadcast to C x R)
+    mask    = (ro < rows) & (co < cols) & live       (each broadcast to C x R; unsigned for a descriptor's)
 
 A scalar base the offsets add (`Block.base`) is added again; a dim the mask does
 not bound (its bound None) is not tested.
@@ -51,7 +51,8 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
         grid = _laid_out(tile_ops.broadcast(_laid_out(tile_ops.reshape(vec, shape), num_warps), [cols, rows]), num_warps, bits)
         if bound is None:  # a whole tile along this dim: no bound to test
             return grid, None
-        inside = arith.cmpi(arith.CmpIPredicate.slt, grid, _laid_out(tile_ops.splat(mapping.get(bound, bound), [cols, rows]), num_warps, bits))
+        below = arith.CmpIPredicate.ult if b.unsigned else arith.CmpIPredicate.slt
+        inside = arith.cmpi(below, grid, _laid_out(tile_ops.splat(mapping.get(bound, bound), [cols, rows]), num_warps, bits))
         return grid, inside
 
     def splat(scalar):

@@ -251,7 +251,9 @@ def group_gemm_tma_fn(group_A, group_B):
 
 def benchmark_launches(kernels=("pointers", "descriptors")):
     """The benchmark's largest point (4 gemms of N=1024) for both kernels, at their configs with
-    BLOCK_SIZE_K=64 (the last of the first kernel's, on 132 SMs, and the first of the second's), as meta tensors."""
+    BLOCK_SIZE_K=64 (the last of the first kernel's, on 132 SMs, and the second's first with 8
+    warps: at 4, its operands' cp.async copies and a 128 x 128 accumulator spill, where Triton's
+    in-kernel TMA descriptors need no registers for addresses), as meta tensors."""
     group = 4
     ptrs = [torch.empty(group, dtype=torch.int64, device="meta") for _ in range(3)]
     sizes, lds = (torch.empty(group * 3, dtype=torch.int32, device="meta") for _ in range(2))
@@ -262,7 +264,7 @@ def benchmark_launches(kernels=("pointers", "descriptors")):
     if "descriptors" in kernels:
         launches.append((grouped_matmul_tma_kernel, (*ptrs, sizes, lds, group),
                          dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, NUM_SM=132, FP8=False,
-                              num_stages=3, num_warps=4)))
+                              num_stages=3, num_warps=8)))
     return launches
 
 
