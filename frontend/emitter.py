@@ -127,7 +127,9 @@ class FunctionEmitter(ControlFlow, Expressions):
         try:
             with self.location(node):
                 return emit()
-        except CompilationError:
+        except CompilationError as e:
+            if e.line <= 0:  # (about no line of its own: a helper whose source cannot be read) at this statement
+                raise self.error(node, e.message) from None
             raise
         except TileError as e:
             raise self.error(node, str(e)) from None

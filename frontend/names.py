@@ -102,12 +102,21 @@ def captured(fn, is_helper: bool = False) -> tuple[list, list]:
                     if id(helper) not in seen:
                         seen.add(id(helper))
                         helpers.append(helper)
-                        todo.append((helper.fn, True))
+                        if has_source(helper.fn):  # (else its call fails to compile, at the caller's line)
+                            todo.append((helper.fn, True))
                     break
                 if is_constant(value):
                     constants.append((where, ".".join([root, *path]), _reader(f, root, path)))
                     break
     return helpers, constants
+
+
+def has_source(fn) -> bool:
+    try:
+        inspect.getsource(fn)
+        return True
+    except (OSError, TypeError):
+        return False
 
 
 def _reader(fn, root: str, path: list[str]):

@@ -27,7 +27,7 @@ from lark import Lark, Tree
 from lark.exceptions import UnexpectedInput
 from lark.indenter import PythonIndenter
 
-from .errors import CompilationError, def_line
+from .errors import CompilationError, def_line, source_of
 from .paths import cache_dir, remove, share
 
 _LOCK = threading.Lock()  # around the parser: see the module docstring
@@ -84,6 +84,7 @@ class ParsedFunction:
 
 
 def parse_function(fn) -> ParsedFunction:
+    source_of(fn, fn.__name__)  # (none: a CompilationError saying so, not Python's OSError)
     lines, first_line, skip = def_line(fn)
     source = textwrap.dedent("".join(lines))
     indent = len(lines[0]) - len(lines[0].lstrip())

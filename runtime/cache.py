@@ -29,7 +29,7 @@ import threading
 import warnings
 
 from ..frontend.errors import CompilationError, SpillWarning, def_line, source_of
-from ..frontend.names import captured, described
+from ..frontend.names import captured, described, has_source
 from ..frontend.paths import cache_dir, remove, share
 from .toolchain import TOOLCHAIN
 
@@ -60,7 +60,9 @@ def key_for(kernel, signature, target: str, options: dict, pipeline: str = "") -
     # closure's value, changes the code as much as its own source does.
     helpers, constants = captured(kernel.fn)
     parts = [
-        compiler_digest(), TOOLCHAIN, source, *[source_of(x.fn, x.__name__) for x in helpers],
+        compiler_digest(), TOOLCHAIN, source,
+        # (a helper without source: its call is a CompilationError at the caller's line, never cached)
+        *[source_of(x.fn, x.__name__) if has_source(x.fn) else f"<{x.__name__}: no source>" for x in helpers],
         *[f"{where}: {name} = {read()!r}" for where, name, read in constants],
         repr([(n, k, described(d)) for n, k, d in signature]), target, repr(sorted(options.items())),
         pipeline,  # (`pass_pipeline.key_text`: the edited pipeline and its out-of-tree passes' sources)

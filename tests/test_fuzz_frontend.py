@@ -392,9 +392,11 @@ def sourceless_helper_kernel(x, B: tile.constexpr):
 
 
 def test_helper_without_source():
-    """A helper defined by exec escaped as OSError from the cache key."""
-    with pytest.raises(tile.CompilationError, match="the source of sourceless cannot be read"):
+    """A helper defined by exec escaped as OSError from the cache key; then it was an error
+    without a location: it is at the line of its call."""
+    with pytest.raises(tile.CompilationError, match="the source of sourceless cannot be read") as e:
         sourceless_helper_kernel[(1,)](torch.zeros(8), B=8)
+    assert e.value.filename == __file__ and "sourceless(tile.load(x + o))" in e.value.source_line
 
 
 @tile.kernel
