@@ -13,7 +13,7 @@ from mlir.dialects import arith, memref
 from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
-from . import bounds_check, dtypes, semantics
+from . import bounds_check, dtypes, semantics, unsigned
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
@@ -161,7 +161,7 @@ def _load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="",
     other = _fit(other, shape, "load's other")
     loaded = tile_ops.load(p.base.value, offsets.value, mask.value, other.value)
     memory_hints.attach(loaded.owner, "load", cache_modifier, eviction_policy, volatile)
-    return Tile(loaded)
+    return Tile(unsigned.mark(loaded) if not dt.signed else loaded)
 
 
 @emitter("store")
@@ -191,8 +191,10 @@ def _load_tile(tensor, index, shape, padding=0):
     whole = isinstance(padding, int) or (isinstance(padding, float) and math.isfinite(padding) and padding.is_integer())
     if not isinstance(padding, (int, float)) or (not tensor.dtype.is_float and not whole):
         raise SemanticError(f"load_tile's padding must be a number that {tensor.dtype!r} holds, got {_describe(padding)}")
-    pad = ir.FloatAttr.get(ty, float(padding)) if tensor.dtype.is_float else ir.IntegerAttr.get(ty, int(padding))
-    return Tile(tile_ops.load_tile(tensor.value, _indices(tensor, index), shape, pad))
+    pad = ir.FloatAttr.get(ty, float(padding)) if tensor.dtype.is_float else \
+        ir.IntegerAttr.get(ty, semantics.integer_bits(padding, tensor.dtype))
+    loaded = tile_ops.load_tile(tensor.value, _indices(tensor, index), shape, pad)
+    return Tile(unsigned.mark(loaded) if not tensor.dtype.signed else loaded)
 
 
 @emitter("store_tile")
@@ -291,12 +293,12 @@ def _gather(src, index, axis):
 def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
     """A conversion of values (Triton's `tl.cast`, `x.to`, `x.cast`), or with `bitcast=True`
     the same bits read as `dtype` (of the same width)."""
-    x, dt = _tile(x, "cast's operand"), _dtype(dtype)
-    if not bitcast:
     if isinstance(dtype, dtypes.pointer_type):  # an address to a pointer (Triton's int-to-pointer cast)
         from .pointer_arrays import pointer_from_int
 
         return pointer_from_int(x, dtype.element_ty)
+    x, dt = _tile(x, "cast's operand"), _dtype(dtype)
+    if not bitcast:
         return semantics.cast(x, dt, fp_downcast_rounding)
     if x.dtype.bits != dt.bits or int1 in (x.dtype, dt):
         raise SemanticError(f"bitcast needs types of one width (not bool), got {x.dtype!r} ({x.dtype.bits} bits) and "
@@ -304,7 +306,8 @@ def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
     if x.dtype == dt:
         return x
     ty = ir.RankedTensorType.get(x.shape, dt.to_mlir()) if x.shape else dt.to_mlir()
-    return Tile(arith.bitcast(ty, x.value))
+    out = arith.bitcast(ty, x.value)
+    return Tile(unsigned.mark(out) if not dt.signed else out)
 
 
 @emitter("dot")

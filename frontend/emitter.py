@@ -277,7 +277,7 @@ def _emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: l
         args = iter(block.arguments)
         for pname, kind, detail in signature:
             if kind == "tensor":
-                scope[pname] = TensorArg(next(args), pname, "wide" in detail)
+                scope[pname] = TensorArg(next(args), pname, "wide" in detail, unsigned=not detail[0].signed)
             elif kind == "scalar":
                 scope[pname] = Tile(next(args))
             elif kind == "one":

@@ -14,7 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, math
 
 from ..dialects import tile_ops
-from . import dtypes
+from . import dtypes, unsigned
 from .dtypes import float32, int1, int32
 from .errors import TileError
 from .values import Tile, describe
@@ -29,9 +29,22 @@ def constant(value, dt: dtypes.dtype, shape: list[int] | None = None) -> Tile:
     if dt.is_float:
         attr = ir.FloatAttr.get(ty, _float_value(value, dt))
     else:
-        attr = ir.IntegerAttr.get(ty, _integer_value(value, dt))
+        attr = ir.IntegerAttr.get(ty, integer_bits(value, dt))
     scalar = arith.ConstantOp(ty, attr).result
+    if not dt.signed:
+        unsigned.mark(scalar)
     return Tile(tile_ops.splat(scalar, shape) if shape else scalar)
+
+
+def int_range(dt: dtypes.dtype) -> tuple[int, int]:
+    """The least and greatest value of an integer dtype."""
+    return (0, (1 << dt.bits) - 1) if not dt.signed else (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
+
+
+def integer_bits(value, dt: dtypes.dtype) -> int:
+    """value as the signless attribute of dt takes it (a uint8's 200 is -56)."""
+    v = _integer_value(value, dt)
+    return v - (1 << dt.bits) if not dt.signed and v >= 1 << (dt.bits - 1) else v
 
 
 def _integer_value(value, dt: dtypes.dtype) -> int:
@@ -39,7 +52,7 @@ def _integer_value(value, dt: dtypes.dtype) -> int:
     (other=300 read 44 in int8, 2**40 read 0 in int32, nan was poison)."""
     if dt == int1:  # nonzero, as a conversion to bool
         return int(bool(value))
-    lo, hi = -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
+    lo, hi = int_range(dt)
     whole = int(value) if isinstance(value, float) and value.is_integer() else value
     if not isinstance(whole, int) or not lo <= whole <= hi:
         raise SemanticError(f"{value!r} does not fit in {dt!r} (from {lo} to {hi})")
@@ -76,7 +89,7 @@ def python_dtype(value, other: dtypes.dtype | None) -> dtypes.dtype:
             return _float_for(value, other)
         # the operand's int type if the value fits it, else the first wider one that holds it
         for dt in ([other] if other is not None and other != int1 else []) + [int32, dtypes.int64]:
-            if -(1 << (dt.bits - 1)) <= value < 1 << (dt.bits - 1):
+            if int_range(dt)[0] <= value <= int_range(dt)[1]:
                 return dt
         raise SemanticError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
@@ -111,6 +124,9 @@ def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
         return a if a.bits > b.bits else b
     if a.is_float or b.is_float:
         return a if a.is_float else b
+    if a.signed != b.signed and a.bits > 1 and b.bits > 1:  # Triton's: the unsigned one, unless the other is wider
+        u, s = (a, b) if not a.signed else (b, a)
+        return u if u.bits >= s.bits else s
     return a if a.bits > b.bits else b
 
 
@@ -142,12 +158,16 @@ def cast(x: Tile, dt: dtypes.dtype, fp_downcast_rounding: str | None = None) -> 
             return cast(cast(x, int32), dt)
         return Tile(arith.fptosi(ty, v) if dt != int1 else compare("!=", x, 0.0).value)
     if dt.is_float:
-        return Tile(arith.uitofp(ty, v) if src == int1 else arith.sitofp(ty, v))
-    if dt.bits > src.bits:
-        return Tile(arith.extui(ty, v) if src == int1 else arith.extsi(ty, v))
+        return Tile(arith.uitofp(ty, v) if src.is_int_unsigned() else arith.sitofp(ty, v))
     if dt == int1:  # nonzero, as torch's .bool() (a truncation would keep the low bit)
         return compare("!=", x, 0)
-    return Tile(arith.trunci(ty, v))
+    if dt.bits > src.bits:
+        out = arith.extui(ty, v) if src.is_int_unsigned() else arith.extsi(ty, v)
+    elif dt.bits < src.bits:
+        out = arith.trunci(ty, v)
+    else:  # int8 <-> uint8: the same bits, another value (its own op, which `unsigned.is_unsigned` reads)
+        out = arith.bitcast(ty, v)
+    return Tile(unsigned.mark(out) if not dt.signed else out)
 
 
 MAX_TILE_ELEMENTS = 1 << 24  # 64 MB of f32 in one tile: past any GPU block's registers and shared memory
@@ -244,7 +264,12 @@ def binary(op: str, a, b) -> Tile:
         return _integer_division(op, a, b)
     if op in ("<<", ">>") and not (count is not None and 0 <= count < a.dtype.bits):
         return _shift(op, a, b)
+    if not a.dtype.signed:  # (uint8)
+        table = {**table, **_UNSIGNED_OPS}
     return Tile(table[op](a.value, b.value))
+
+
+_UNSIGNED_OPS = {"//": arith.divui, "%": arith.remui, ">>": arith.shrui}
 
 
 def _shift(op: str, a: Tile, b: Tile) -> Tile:
@@ -253,8 +278,11 @@ def _shift(op: str, a: Tile, b: Tile) -> Tile:
     is clamped to bits - 1 as unsigned (a negative one is huge); << then selects 0 past it."""
     top = constant(a.dtype.bits - 1, b.dtype, b.shape or None)
     count = arith.minui(b.value, top.value)
-    if op == ">>":
+    if op == ">>" and a.dtype.signed:
         return Tile(arith.shrsi(a.value, count))
+    inside = Tile(arith.cmpi(arith.CmpIPredicate.ule, b.value, top.value))
+    if op == ">>":  # (unsigned: zeros shifted in, all of them past the width)
+        return where(inside, Tile(arith.shrui(a.value, count)), constant(0, a.dtype, a.shape or None))
     inside = Tile(arith.cmpi(arith.CmpIPredicate.ule, b.value, top.value))
     return where(inside, Tile(arith.shli(a.value, count)), constant(0, a.dtype, a.shape or None))
 
@@ -321,6 +349,9 @@ def _integer_division(op: str, a: Tile, b: Tile) -> Tile:
     may drop the mask, and x86 raises SIGFPE. Those divisors divide by 1 instead, so
     x // 0 == x and x % 0 == 0; x // -1 is -x (wrapping at MIN), x % -1 is 0. A Python int
     divisor other than 0 and -1 needs no guard."""
+    if not a.dtype.signed:  # (uint8: no -1; x // 0 == x, x % 0 == 0 all the same)
+        safe = where(compare("==", b, 0), constant(1, b.dtype, b.shape or None), b)
+        return Tile((arith.remui if op == "%" else arith.divui)(a.value, safe.value))
     zero, minus_one = compare("==", b, 0), compare("==", b, -1)
     safe = where(binary("|", zero, minus_one), constant(1, b.dtype, b.shape or None), b)
     if op == "%":
@@ -340,7 +371,7 @@ def compare(op: str, a, b) -> Tile:
     a, b = operands(a, b)
     if a.dtype.is_float:
         return Tile(arith.cmpf(_FCMP[op], a.value, b.value))
-    if a.dtype == int1:  # True > False: unsigned (signed, an i1's True is -1)
+    if a.dtype.is_int_unsigned():  # (uint8; and True > False: signed, an i1's True is -1)
         return Tile(arith.cmpi(_UCMP.get(op, _ICMP[op]), a.value, b.value))
     return Tile(arith.cmpi(_ICMP[op], a.value, b.value))
 
@@ -402,6 +433,8 @@ def unary_math(name: str, x, op=None, accurate: bool = False) -> Tile:
 
 def absolute(x: Tile) -> Tile:
     computable(x, "abs's operand")
+    if x.dtype.is_int_unsigned():
+        return x
     return Tile(math.absf(x.value) if x.dtype.is_float else math.absi(x.value))
 
 
@@ -409,6 +442,6 @@ def extremum(kind: str, a, b, what: str = "an operand") -> Tile:
     a, b = operands(a, b, what)
     if a.dtype.is_float:
         return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
-    if a.dtype == int1:  # unsigned, as the comparisons
+    if a.dtype.is_int_unsigned():  # (uint8, bools: as the comparisons)
         return Tile((arith.maxui if kind == "max" else arith.minui)(a.value, b.value))
     return Tile((arith.maxsi if kind == "max" else arith.minsi)(a.value, b.value))

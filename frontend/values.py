@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from . import dtypes
+from .unsigned import is_unsigned
 
 
 @dataclass
@@ -39,7 +40,8 @@ class Tile:
 
     @property
     def dtype(self) -> dtypes.dtype:
-        return dtypes.from_mlir(self.elem)
+        dt = dtypes.from_mlir(self.elem)
+        return dtypes.UNSIGNED[dt] if dt in dtypes.UNSIGNED and is_unsigned(self.value) else dt
 
 
 @dataclass
@@ -49,10 +51,12 @@ class TensorArg:
     value: ir.Value
     name: str
     wide: bool = False  # offsets may pass int32 (`launch_binder.wide`): .stride() and .size() are int64
+    unsigned: bool = False  # a uint8 tensor (its memref's elements are the signless i8)
 
     @property
     def dtype(self) -> dtypes.dtype:
-        return dtypes.from_mlir(ir.MemRefType(self.value.type).element_type)
+        dt = dtypes.from_mlir(ir.MemRefType(self.value.type).element_type)
+        return dtypes.UNSIGNED[dt] if self.unsigned else dt
 
     @property
     def rank(self) -> int:

@@ -25,7 +25,6 @@ sys.path.insert(0, PORTS)
 # What a port needs that tile does not have yet (a strict xfail names it; remove it once it lands).
 FP8_DOT = "fp8 operands of tile.dot (float8 tiles are storage only)"
 DOT_SCALED = "tile.dot_scaled (fp8/fp4 blocks with e8m0 scales per 32 elements of K)"
-UINT8 = "uint8 tensors (the e8m0 scales)"
 
 
 def _why(*missing):
@@ -47,7 +46,7 @@ CPU_BLOCKERS = {
     "t08_grouped_gemm": None,
     "t09_persistent_matmul:check_matmul": None,
     "t09_persistent_matmul": None,
-    "t10_block_scaled_matmul": _why(UINT8, DOT_SCALED),
+    "t10_block_scaled_matmul": _why(DOT_SCALED),
     "t11_programmatic_dependent_launch": None,
 }
 # port[:function] -> what its benchmark_launches() (or that function's) needs to compile for sm_90a
@@ -65,7 +64,7 @@ GPU_BLOCKERS = {
     "t09_persistent_matmul:benchmark_launches_matmul": None,
     # (its epilogue's split, through `gather`, and the persistent loop's live accumulator)
     "t09_persistent_matmul": "matmul_kernel_descriptor_persistent spills (968 bytes) at the tutorial's config",
-    "t10_block_scaled_matmul": _why(UINT8, DOT_SCALED),
+    "t10_block_scaled_matmul": _why(DOT_SCALED),
     "t11_programmatic_dependent_launch": None,
 }
 # kernels whose benchmark configuration ptxas may spill on sm_90a, and why

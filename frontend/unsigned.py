@@ -1,0 +1,57 @@
+"""Which i8 values are uint8 (Triton's `tl.uint8`, torch.uint8: the e8m0 scales of tutorial
+10). MLIR's integers are signless, so a tile's signedness is not in its type: a value is
+unsigned where the op that made it is marked `tile.unsigned` (a load from a uint8 tensor, a
+cast or constant of uint8) or, for ops that keep their operand's values (shape ops, `where`,
+the wrapping arithmetic and bit ops, loop-carried values), where its operand is. The
+frontend asks while it emits (`Tile.dtype`), and picks the unsigned ops from the answer:
+`divui`, `remui`, `shrui`, `cmpi ult`, `extui`, `uitofp`, `maxui`."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+MARK = "tile.unsigned"
+
+# op -> which operand's signedness its result keeps
+_KEEPS = {
+    "tile.reshape": 0, "tile.broadcast": 0, "tile.trans": 0, "tile.splat": 0, "tile.gather": 0,
+    "tile.convert_layout": 0, "arith.select": 1, "arith.addi": 0, "arith.subi": 0, "arith.muli": 0,
+    "arith.andi": 0, "arith.ori": 0, "arith.xori": 0, "arith.shli": 0, "arith.shrui": 0, "arith.divui": 0,
+    "arith.remui": 0, "arith.maxui": 0, "arith.minui": 0,
+}
+
+
+def mark(value: ir.Value) -> ir.Value:
+    """value, its op marked as making a uint8."""
+    value.owner.attributes[MARK] = ir.UnitAttr.get()
+    return value
+
+
+def is_unsigned(value: ir.Value) -> bool:
+    for _ in range(100000):  # (a long chain of adds: a static_range's)
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            parent = owner.owner
+            if parent is None:
+                return False
+            op = parent.operation
+            n = value.arg_number
+            if op.name == "scf.for" and n > 0:  # an iter_arg: its init's
+                value = op.operands[2 + n]
+            elif op.name == "scf.while":
+                value = op.operands[n]
+            else:
+                return False
+            continue
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if MARK in op.attributes:
+            return True
+        if op.name in ("scf.for", "scf.while"):
+            value = op.operands[(3 if op.name == "scf.for" else 0) + ir.OpResult(value).result_number]
+        elif op.name in ("scf.if", "scf.execute_region"):
+            value = op.regions[0].blocks[0].operations[-1].operands[ir.OpResult(value).result_number]
+        elif op.name in _KEEPS:
+            value = op.operands[_KEEPS[op.name]]
+        else:
+            return False
+    return False
