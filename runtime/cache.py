@@ -193,12 +193,19 @@ class StageTexts(collections.abc.Mapping):
         return len(self._files)
 
 
+def compiler_module():
+    """The compiler's driver module, imported (MLIR, lark, llvmlite) on a first cache miss."""
+    from ..codegen import build
+
+    return build
+
+
 def _compiler(kernel, target: str, options: dict, path: str):
     """The compiler's entry point, imported only on a miss. A host with a cache built
     elsewhere may lack the compiler's packages (MLIR, lark, llvmlite): a launch that is not
     in that cache then says so, naming the kernel, instead of failing on the import."""
     try:
-        from ..codegen.build import build
+        build = compiler_module().build
     except ImportError as e:
         from ..frontend.errors import CompilationError, def_line
 
