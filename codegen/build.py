@@ -23,7 +23,7 @@ from ..frontend.parser import parse_function
 from ..passes.walk import collect
 from ..runtime.toolchain import PINS
 from .compiler import run_stages
-from .distributed_dot import k_step
+from .gpu.distributed_dot import k_step
 
 _checked_toolchain = False
 
@@ -149,7 +149,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
                                f"{limit} a {target} block can have: use smaller tiles or fewer stages",
                                inspect.getsourcefile(kernel.fn), first + at, 1, lines[at])
     if target != "cpu":
-        from .cubin import assemble
+        from .backend.cubin import assemble
 
         compiled.metadata["ptxas"] = _ptxas_summary(assemble(compiled.stages["ptx"], target)[1])
     artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()

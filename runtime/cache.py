@@ -43,12 +43,13 @@ def compiler_digest() -> str:
     if _compiler_digest is None:
         h = hashlib.sha256()
         for d in _COMPILER_DIRS:
-            folder = os.path.join(_ROOT, d)
-            for name in sorted(os.listdir(folder)):
-                if name.endswith((".py", ".lark")):
-                    h.update(name.encode())
-                    with open(os.path.join(folder, name), "rb") as f:
-                        h.update(f.read())
+            for folder, subdirs, names in os.walk(os.path.join(_ROOT, d)):  # (subpackages too: codegen/gpu, ...)
+                subdirs.sort()
+                for name in sorted(names):
+                    if name.endswith((".py", ".lark")):
+                        h.update(os.path.relpath(os.path.join(folder, name), _ROOT).encode())
+                        with open(os.path.join(folder, name), "rb") as f:
+                            h.update(f.read())
         _compiler_digest = h.hexdigest()
     return _compiler_digest
 
