@@ -8,7 +8,6 @@ to (a memref is allocated ptr, aligned ptr, offset, sizes..., strides...).
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 import re
 
@@ -18,26 +17,11 @@ from ..dialects import make_context
 from ..dialects.layout import BLOCK_SHARED, Mma
 from ..frontend.emitter import emit_kernel
 from ..frontend.names import namespace
-from ..frontend.errors import CompilationError, TileError, def_line
+from ..frontend.errors import CompilationError, def_line
 from ..frontend.parser import parse_function
 from ..passes.walk import collect
-from ..runtime.toolchain import PINS
 from .compiler import run_stages
 from .gpu.distributed_dot import k_step
-
-_checked_toolchain = False
-
-
-def check_toolchain():
-    global _checked_toolchain
-    if _checked_toolchain:
-        return
-    for pkg, want in PINS.items():
-        have = importlib.metadata.version(pkg)
-        if have != want:
-            raise TileError(f"{pkg} {have} is installed but tile is pinned to {want} (pyproject.toml)")
-    _checked_toolchain = True
-
 
 def expected_abi(signature) -> list[dict]:
     """What each runtime argument expands to, in order, at the LLVM level."""
@@ -112,7 +96,6 @@ def _tensor_core_dots(module, num_warps: int) -> bool:
 
 
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits=()):
-    check_toolchain()
     if getattr(kernel, "_parsed", None) is None:
         kernel._parsed = parse_function(kernel.fn)
     ctx = make_context()

@@ -31,7 +31,7 @@ import warnings
 from ..frontend.errors import CompilationError, SpillWarning, def_line, source_of
 from ..frontend.names import captured, described
 from ..frontend.paths import cache_dir, remove, share
-from .toolchain import TOOLCHAIN
+from .toolchain import TOOLCHAIN, check_toolchain
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COMPILER_DIRS = ("frontend", "dialects", "passes", "codegen")
@@ -227,6 +227,7 @@ def _build(kernel, signature, target: str, options: dict, path: str, key: str, w
     """Compile, and write the entry and the dumps (those of a failed build too)."""
     build = _compiler(kernel, target, options, path)
     try:
+        check_toolchain()
         compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps, edits=edits)
     except Exception as e:
         _write_dumps(getattr(e, "dumps", ()), kernel.name, key)

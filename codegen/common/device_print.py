@@ -3,7 +3,7 @@
     pid (0, 0, 0) idx (3, 1) x: 0.250000
 
 printed with C's `printf` on the CPU target (an `llvm.call` the JIT resolves in the
-process) and `vprintf` on a GPU (upstream `gpu.printf`). Elements print in index order
+process) and `vprintf` on a GPU (upstream `gpu.printf`, `gpu/device_print.py`). Elements print in index order
 on the CPU; on a GPU each thread prints the elements it holds (the first copy of each,
 where a layout gives an element to several threads), in no particular order. Floats
 print as doubles (`%f`), integers as `%d` (`%lld` for 64-bit), bools as 0 or 1.
@@ -12,12 +12,10 @@ print as doubles (`%f`), integers as `%d` (`%lld` for 64-bit), bools as 0 or 1.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, scf, tensor
+from mlir.dialects import arith, llvm, scf, tensor
 
 from ...dialects import tile_ops
-from ..cpu.convert_tile_to_linalg import const_index, if_else
-from ..gpu.distributed_atomic import first_copies
-from ..gpu.register_vectors import elements
+from .ir_builders import const_index
 
 
 def _prefix(op) -> str:
@@ -127,30 +125,3 @@ def lower_print(op):
     _for_each_index(list(ir.RankedTensorType(value.type).shape), body)
     _fflush(op)
     return None
-
-
-# ---- a GPU: vprintf, per register ---------------------------------------------------
-
-def op_tile_print(self, op):
-    value = op.operands[0]
-    pids = [arith.index_cast(ir.IntegerType.get_signless(32), gpu.block_id(d)) for d in (gpu.Dimension.x, gpu.Dimension.y,
-                                                                                       gpu.Dimension.z)]
-    if not isinstance(value.type, ir.RankedTensorType):  # once a program, from thread 0
-        fmt, v = _line(_prefix(op), 0, self.value(value))
-        first = arith.cmpi(arith.CmpIPredicate.eq, self.tid, arith.ConstantOp(self.tid.type, 0).result)
-        if_else(first, None, lambda: gpu.printf(fmt, *pids, v), None)
-        return
-    dist = self.dist(value)
-    n = dist.num_registers
-    coords = [elements(c, n) for c in self.coords(dist)]
-    values = elements(self.value(value), n)
-    firsts = first_copies(self, dist)
-    for r in range(n):
-        def emit(r=r):
-            fmt, v = _line(_prefix(op), dist.rank, values[r])
-            gpu.printf(fmt, *pids, *(c[r] for c in coords), v)
-
-        if firsts is None:
-            emit()
-        else:
-            if_else(firsts[r], None, emit, None)

@@ -13,15 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, linalg, memref, scf, tensor
+from mlir.dialects import arith, bufferization, linalg, memref, tensor
 
 from ...dialects.tile_ops import is_tf32, permutation_of
 from ...passes.registry import register_pass
 from ...passes.walk import collect, walk
 from .float_sums import halve_float_sum
+from ..common.ir_builders import combine, const_index, flat_view, if_else, parallel_loop, to_index
 from ..common.tf32_rounding import round_to_tf32
-
-DYN = ir.ShapedType.get_dynamic_size()
 
 
 def _identity(rank):
@@ -44,49 +43,6 @@ def generic(result_types, inputs, outputs, maps, iterators, body):
 
 def empty(shape, elem):
     return tensor.EmptyOp(shape, elem).result
-
-
-def const_index(v: int):
-    return arith.ConstantOp(ir.IndexType.get(), v).result
-
-
-def to_index(v):
-    return v if isinstance(v.type, ir.IndexType) else arith.index_cast(ir.IndexType.get(), v)
-
-
-def flat_view(base):
-    """The memref's buffer from its first element on, as a 1-D unit-stride memref (Triton pointers)."""
-    mt = ir.MemRefType(base.type)
-    meta = memref.ExtractStridedMetadataOp(base)
-    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), [1])
-    flat_ty = ir.MemRefType.get([DYN], mt.element_type, layout)
-    return memref.ReinterpretCastOp(
-        flat_ty, meta.base_buffer, [meta.offset], [const_index(1 << 40)], [],
-        static_offsets=[ir.ShapedType.get_dynamic_stride_or_offset()], static_sizes=[DYN], static_strides=[1],
-    ).result
-
-
-def if_else(cond, result_type, then_fn, else_fn):
-    """scf.if yielding `then_fn()` or `else_fn()` (of `result_type`); with no result type, a guard."""
-    op = scf.IfOp(cond, [result_type] if result_type is not None else [], has_else=else_fn is not None)
-    with ir.InsertionPoint(op.then_block):
-        v = then_fn()
-        scf.YieldOp([v] if result_type is not None else [])
-    if else_fn is not None:
-        with ir.InsertionPoint(op.else_block):
-            scf.YieldOp([else_fn()])
-    return op.results[0] if result_type is not None else None
-
-
-def parallel_loop(shape, body):
-    """scf.parallel over a static iteration space; `body(indices)` emits the payload."""
-    zero, one = const_index(0), const_index(1)
-    op = scf.ParallelOp([], [zero] * len(shape), [const_index(d) for d in shape], [one] * len(shape), [])
-    block = op.regions[0].blocks.append(*([ir.IndexType.get()] * len(shape)))
-    with ir.InsertionPoint(block):
-        body(list(block.arguments))
-        scf.ReduceOp([], 0)
-    return op
 
 
 # ---- one lowering per tile op ------------------------------------------------------
@@ -153,12 +109,6 @@ def _reduce_identity(kind, elem):
         return arith.ConstantOp(elem, v).result
     v = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
     return arith.ConstantOp(elem, ir.FloatAttr.get(elem, v)).result
-
-
-def combine(kind, elem, a, b):
-    if isinstance(elem, ir.IntegerType):
-        return {"sum": arith.addi, "max": arith.maxsi, "min": arith.minsi}[kind](a, b)
-    return {"sum": arith.addf, "max": arith.maximumf, "min": arith.minimumf}[kind](a, b)
 
 
 def lower_reduce(op):

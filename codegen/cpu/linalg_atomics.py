@@ -26,7 +26,7 @@ from mlir.dialects import arith, bufferization, func, llvm, memref, scf, tensor
 from ...passes.registry import register_pass
 from ...passes.walk import collect
 
-from .convert_tile_to_linalg import flat_view, if_else, parallel_loop, to_index
+from ..common.ir_builders import flat_view, if_else, parallel_loop, to_index
 from ..common.predicated_access import ByteAddress
 
 # kind -> (integer, float) arith.atomicrmw kind

@@ -21,10 +21,7 @@ from mlir.dialects import arith, scf
 
 from ...passes.registry import register_pass
 from ...passes.walk import collect
-
-
-def kernel_functions(module_op) -> list:
-    return [op for op in collect(module_op, {"func.func"}) if "tile.kernel" in op.attributes]
+from ..common.ir_builders import kernel_functions
 
 
 @register_pass("tile-cpu-grid")

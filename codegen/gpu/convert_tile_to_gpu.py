@@ -43,7 +43,7 @@ from ...frontend.errors import TileError
 from ...passes.registry import register_pass
 from ...passes.walk import all_ops
 from ...passes.axis_info import AxisInfo
-from ..cpu.convert_tile_to_linalg import const_index, to_index
+from ..common.ir_builders import const_index, kernel_functions, to_index
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
 from .fast_math import f32_form
 from .register_vectors import elements as _elements
@@ -52,7 +52,6 @@ from .register_vectors import i32 as _i32
 from .register_vectors import i32_vector as _ivec
 from .register_vectors import linear_index, load_run
 from .register_vectors import splat as _splat
-from ..cpu.tile_cpu_grid import kernel_functions
 from ...dialects.layout import MAX_SHARED
 from ...dialects.tile_ops import WRITES
 from ..common.float8 import is_float8, narrow_float8, widen_float8
@@ -343,7 +342,7 @@ class Translator:
 
     from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
     from .distributed_atomic import op_tile_atomic_cas, op_tile_atomic_rmw, op_tile_barrier  # noqa: E402
-    from ..common.device_print import op_tile_print  # noqa: E402
+    from .device_print import op_tile_print  # noqa: E402
     from ..common.device_assert import op_tile_assert_fail  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402

@@ -34,7 +34,7 @@ from mlir.dialects import arith, gpu, memref, nvgpu, nvvm
 
 from ...dialects.layout import element_bits as bits
 from ...dialects.layout import shared_panel
-from ..cpu.convert_tile_to_linalg import const_index, flat_view, if_else, to_index
+from ..common.ir_builders import const_index, flat_view, if_else, to_index
 from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, from_elements, i32
 from .static_registers import thread_coords

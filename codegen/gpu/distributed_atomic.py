@@ -28,7 +28,7 @@ from mlir.dialects import arith, gpu, llvm, memref
 
 from ...dialects.layout import element_bits
 from ...frontend.errors import TileError
-from ..cpu.convert_tile_to_linalg import const_index, flat_view, if_else, to_index
+from ..common.ir_builders import const_index, flat_view, if_else, to_index
 from .distributed_layout import Distribution, RowsDistribution, row_major_strides
 from ..common.predicated_access import ByteAddress
 from .register_vectors import elements, from_elements, i32, linear_index

@@ -50,7 +50,7 @@ from mlir.dialects import arith, gpu, memref
 from ...dialects.layout import element_bits as bits
 from ...dialects.layout import encoding_of
 from ...frontend.errors import TileError
-from ..cpu.convert_tile_to_linalg import to_index
+from ..common.ir_builders import to_index
 from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides

@@ -24,7 +24,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
 from ...dialects.tile_ops import is_tf32
 from ...frontend.errors import TileError
-from ..cpu.convert_tile_to_linalg import to_index
+from ..common.ir_builders import to_index
 from .distributed_async_copy import SharedTile, shared_writes_done
 from .distributed_convert import stage
 from .distributed_layout import MmaDistribution, WgmmaDistribution

@@ -16,7 +16,7 @@ from mlir.dialects import arith, memref, vector
 from ...dialects.layout import element_bits as bits
 from ...passes.tile_fuse import through_groups
 from ..common import predicated_access
-from ..cpu.convert_tile_to_linalg import const_index, flat_view, if_else, to_index
+from ..common.ir_builders import const_index, flat_view, if_else, to_index
 from .distributed_layout import Distribution
 from .register_vectors import elements, from_elements, i32, splat
 

@@ -24,9 +24,10 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import gpu, memref
 
-from ..cpu.convert_tile_to_linalg import to_index
+from ..common.ir_builders import to_index
 from .distributed_layout import MmaDistribution
 from .held_registers import defer, only_read_through, pick
+from .lane_shuffles import in_thread_combine, shuffle_combine
 from .register_vectors import elements, from_elements
 from .static_registers import thread_coords
 
@@ -65,8 +66,6 @@ def _row_lanes(self, dist):
 def reduce_mma_rows(self, op, tile, row_lanes):
     """`op` (see `mma_row_source`) on `tile`'s registers: in the thread, across the lanes of
     each row; the result in its layout, or deferred for broadcasts that read it in place."""
-    from .distributed_reduce import _in_thread, _shuffle_combine
-
     kind = ir.StringAttr(op.attributes["kind"]).value
     dist = self.dist(tile)
     elem = ir.RankedTensorType(tile.type).element_type
@@ -81,8 +80,8 @@ def reduce_mma_rows(self, op, tile, row_lanes):
     for rs in groups.values():
         acc = regs[rs[0]]
         for r in rs[1:]:
-            acc = _in_thread(kind, elem, acc, regs[r])
-        values.append(_shuffle_combine(kind, elem, acc, stride, lanes))
+            acc = in_thread_combine(kind, elem, acc, regs[r])
+        values.append(shuffle_combine(kind, elem, acc, stride, lanes))
         firsts.append(rs[0])
     result = op.results[0]
     held = [rows[:, firsts]]

@@ -19,9 +19,10 @@ import math
 from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
-from ..cpu.convert_tile_to_linalg import combine, to_index
+from ..common.ir_builders import combine, to_index
 from .distributed_layout import Distribution, row_major_strides
 from .distributed_mma_reduce import mma_row_source, reduce_mma_rows
+from .lane_shuffles import in_thread_combine, shuffle_combine
 from .held_registers import defer, only_read_through, pick
 from .register_vectors import elements, from_elements, i32, linear_index
 from .static_registers import thread_coords
@@ -34,25 +35,6 @@ def _effective(dist: Distribution, axis: int) -> tuple[int, int]:
     lanes = max(1, min(L.threads_per_warp[axis], dist.shape[axis] // spt))
     warps = max(1, min(L.warps_per_cta[axis], dist.shape[axis] // (spt * L.threads_per_warp[axis])))
     return lanes, warps
-
-
-def _shuffle_combine(kind, elem, v, lane_stride: int, lanes: int):
-    f32 = ir.F32Type.get()
-    wide = elem if isinstance(elem, ir.IntegerType) or ir.FloatType(elem).width >= 32 else f32
-    x = v if wide == elem else arith.extf(wide, v)
-    step = 1
-    while step < lanes:
-        other = gpu.ShuffleOp(x, i32(step * lane_stride), i32(32), gpu.ShuffleMode.XOR).results[0]
-        x = combine(kind, wide, x, other)
-        step *= 2
-    return x if wide == elem else arith.truncf(elem, x)
-
-
-def _in_thread(kind, elem, a, b):
-    """combine, with sums open to fma contraction (a sum of squares becomes an fma chain)."""
-    if kind == "sum" and not isinstance(elem, ir.IntegerType):
-        return arith.addf(a, b, fastmath=ir.Attribute.parse("#arith.fastmath<contract>"))
-    return combine(kind, elem, a, b)
 
 
 def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
@@ -76,7 +58,7 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
     memref.StoreOp(partial, buf, [to_index(offset(warp_a))])
     gpu.barrier()
     mine = memref.LoadOp(buf, [to_index(offset(arith.andi(self.lane, i32(warps - 1))))]).result
-    self.map[op.results[0]] = _shuffle_combine(kind, elem, mine, 1, warps)
+    self.map[op.results[0]] = shuffle_combine(kind, elem, mine, 1, warps)
     self._last_scalar_reduce = (block, self.scratch_uses, half)
 
 
@@ -101,13 +83,13 @@ def op_tile_reduce(self, op):
     for key, rs in groups.items():
         acc = regs[rs[0]]
         for r in rs[1:]:
-            acc = _in_thread(kind, elem, acc, regs[r])
+            acc = in_thread_combine(kind, elem, acc, regs[r])
         partials[key] = (acc, rs[0])
 
     # 2. across lanes
     lanes, warps = _effective(dist, axis)
     stride = dist.lane_shift(axis)
-    partials = {k: (_shuffle_combine(kind, elem, v, stride, lanes), r) for k, (v, r) in partials.items()}
+    partials = {k: (shuffle_combine(kind, elem, v, stride, lanes), r) for k, (v, r) in partials.items()}
 
     # 3. across warps, and into the result's layout, through shared memory
     out_shape = [s for d, s in enumerate(dist.shape) if d != axis]

@@ -46,7 +46,7 @@ from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf
 
 from ...dialects.layout import element_bits as bits
 from ...frontend.errors import TileError
-from ..cpu.convert_tile_to_linalg import const_index, to_index
+from ..common.ir_builders import const_index, to_index
 from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile
 from .distributed_convert import chunks_of, stage

@@ -38,7 +38,7 @@ from ...dialects.layout import element_bits
 from ...frontend.errors import TileError
 from ...passes.registry import register_pass
 from ...passes.walk import collect
-from ..cpu.tile_cpu_grid import kernel_functions
+from ..common.ir_builders import kernel_functions
 
 STATIC_SHARED_LIMIT = 48 * 1024
 _VIEW_OPS = {"memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.cast", "memref.reinterpret_cast"}
