@@ -8,7 +8,6 @@ to (a memref is allocated ptr, aligned ptr, offset, sizes..., strides...).
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 import re
 import time
@@ -19,26 +18,11 @@ from ..dialects import make_context
 from ..dialects.layout import BLOCK_SHARED, Mma
 from ..frontend.emitter import emit_kernel
 from ..frontend.names import namespace
-from ..frontend.errors import CompilationError, TileError, def_line
+from ..frontend.errors import CompilationError, def_line
 from ..frontend.parser import parse_function
 from ..passes.walk import collect
-from ..runtime.toolchain import PINS
 from .compiler import run_stages
-from .distributed_dot import k_step
-
-_checked_toolchain = False
-
-
-def check_toolchain():
-    global _checked_toolchain
-    if _checked_toolchain:
-        return
-    for pkg, want in PINS.items():
-        have = importlib.metadata.version(pkg)
-        if have != want:
-            raise TileError(f"{pkg} {have} is installed but tile is pinned to {want} (pyproject.toml)")
-    _checked_toolchain = True
-
+from .gpu.distributed_dot import k_step
 
 def expected_abi(signature) -> list[dict]:
     """What each runtime argument expands to, in order, at the LLVM level."""
@@ -113,8 +97,11 @@ def _tensor_core_dots(module, num_warps: int) -> bool:
 
 
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits=()):
+<<<<<<< HEAD
     check_toolchain()
     began = time.perf_counter()
+=======
+>>>>>>> s40-restructure
     if getattr(kernel, "_parsed", None) is None:
         kernel._parsed = parse_function(kernel.fn)
     parsed = time.perf_counter()
@@ -155,7 +142,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
                                f"{limit} a {target} block can have: use smaller tiles or fewer stages",
                                inspect.getsourcefile(kernel.fn), first + at, 1, lines[at])
     if target != "cpu":
-        from .cubin import assemble
+        from .backend.cubin import assemble
 
         compiled.metadata["ptxas"] = _ptxas_summary(assemble(compiled.stages["ptx"], target)[1])
     artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()

@@ -57,19 +57,19 @@ class Compiled:
 
 
 def _llvm_ir(module: ir.Module, options) -> str:
-    from .ptx import gpu_module_to_llvm_ir
+    from .backend.ptx import gpu_module_to_llvm_ir
 
     return gpu_module_to_llvm_ir(module)
 
 
 def _ptx(llvm_ir: str, options) -> str:
-    from .ptx import llvm_ir_to_ptx
+    from .backend.ptx import llvm_ir_to_ptx
 
     return llvm_ir_to_ptx(llvm_ir, options["target"])
 
 
 def _cubin(ptx: str, options) -> bytes:
-    from .cubin import ptx_to_cubin
+    from .backend.cubin import ptx_to_cubin
 
     return ptx_to_cubin(ptx, options["target"])
 
