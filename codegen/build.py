@@ -97,11 +97,7 @@ def _tensor_core_dots(module, num_warps: int) -> bool:
 
 
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits=()):
-<<<<<<< HEAD
-    check_toolchain()
     began = time.perf_counter()
-=======
->>>>>>> s40-restructure
     if getattr(kernel, "_parsed", None) is None:
         kernel._parsed = parse_function(kernel.fn)
     parsed = time.perf_counter()
