@@ -8,7 +8,7 @@ after another (`dialects/tile_ops.py: grid_dependency`)."""
 from __future__ import annotations
 
 from ..dialects import tile_ops
-from .builtins import emitter
+from .builtin_registry import emitter
 
 
 @emitter("extra.cuda.gdc_wait")

@@ -17,6 +17,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm
 
 from . import dtypes
+from .builtin_registry import EMITTERS
 from .semantics import SemanticError
 from .values import Pointer, TensorArg, Tile, describe
 
@@ -67,10 +68,9 @@ def tma_aligned(base: Pointer, strides: list) -> None:
     the rule breaks it on a GPU alone: the CPU target reads element by element.)"""
     if not is_cast_pointer(base.base):
         return
-    from .hints import _multiple_of
-
-    _multiple_of(base.base, 16)
+    multiple_of = EMITTERS["multiple_of"]
+    multiple_of(base.base, 16)
     size = max(1, base.base.dtype.bits // 8)
     for s in strides[:-1]:
         if isinstance(s, Tile):
-            _multiple_of(s, max(1, 16 // size))
+            multiple_of(s, max(1, 16 // size))

@@ -18,6 +18,7 @@ built without per-pass dumps is rebuilt once to get them).
 
 from __future__ import annotations
 
+import collections.abc
 import hashlib
 import inspect
 import json
@@ -31,7 +32,7 @@ import warnings
 from ..frontend.errors import CompilationError, SpillWarning, def_line, source_of
 from ..frontend.names import captured, described, has_source
 from ..frontend.paths import cache_dir, remove, share
-from .toolchain import TOOLCHAIN
+from .toolchain import TOOLCHAIN, check_toolchain
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COMPILER_DIRS = ("frontend", "dialects", "passes", "codegen")
@@ -43,12 +44,13 @@ def compiler_digest() -> str:
     if _compiler_digest is None:
         h = hashlib.sha256()
         for d in _COMPILER_DIRS:
-            folder = os.path.join(_ROOT, d)
-            for name in sorted(os.listdir(folder)):
-                if name.endswith((".py", ".lark")):
-                    h.update(name.encode())
-                    with open(os.path.join(folder, name), "rb") as f:
-                        h.update(f.read())
+            for folder, subdirs, names in os.walk(os.path.join(_ROOT, d)):  # (subpackages too: codegen/gpu, ...)
+                subdirs.sort()
+                for name in sorted(names):
+                    if name.endswith((".py", ".lark")):
+                        h.update(os.path.relpath(os.path.join(folder, name), _ROOT).encode())
+                        with open(os.path.join(folder, name), "rb") as f:
+                            h.update(f.read())
         _compiler_digest = h.hexdigest()
     return _compiler_digest
 
@@ -170,15 +172,36 @@ def _write_dumps(dumps, kernel_name: str, key: str):
         warnings.warn(f"tile: cannot write the IR dumps to {dest} (TILE_DUMP_IR): {e}", stacklevel=2)
 
 
-def read_stages(path: str) -> dict:
-    """Every stage's output kept in a cache entry, by stage name (`tile`, ..., `ptx`, `cubin`)."""
-    out = {}
-    for n in sorted(os.listdir(path)):
-        m = re.match(r"stage-([a-z-]+)\.(\w+)$", n)
-        if m:
-            with open(os.path.join(path, n), "rb" if m.group(2) == "cubin" else "r") as f:
-                out[m.group(1)] = f.read()
-    return out
+class StageTexts(collections.abc.Mapping):
+    """Every stage's output kept in a cache entry, by stage name (`tile`, ..., `ptx`, `cubin`),
+    read from the entry's files when asked for: a launcher keeps only their names, not
+    megabytes of IR per specialization."""
+
+    def __init__(self, path: str):
+        self._path, self._files = path, {}
+        for n in sorted(os.listdir(path)):
+            m = re.match(r"stage-([a-z-]+)\.(\w+)$", n)
+            if m:
+                self._files[m.group(1)] = (n, m.group(2) == "cubin")
+
+    def __getitem__(self, stage: str):
+        name, binary = self._files[stage]
+        with open(os.path.join(self._path, name), "rb" if binary else "r") as f:
+            return f.read()
+
+    def __iter__(self):
+        return iter(self._files)
+
+    def __len__(self):
+        return len(self._files)
+
+
+def compiler_entry():
+    """The compiler's entry point, `codegen.build.build`, imported (MLIR, lark, llvmlite) on a
+    first cache miss."""
+    from ..codegen.build import build
+
+    return build
 
 
 def _compiler(kernel, target: str, options: dict, path: str):
@@ -186,7 +209,7 @@ def _compiler(kernel, target: str, options: dict, path: str):
     elsewhere may lack the compiler's packages (MLIR, lark, llvmlite): a launch that is not
     in that cache then says so, naming the kernel, instead of failing on the import."""
     try:
-        from ..codegen.build import build
+        build = compiler_entry()
     except ImportError as e:
         from ..frontend.errors import CompilationError, def_line
 
@@ -228,6 +251,7 @@ def _build(kernel, signature, target: str, options: dict, path: str, key: str, w
     """Compile, and write the entry and the dumps (those of a failed build too)."""
     build = _compiler(kernel, target, options, path)
     try:
+        check_toolchain()
         compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps, edits=edits)
     except Exception as e:
         _write_dumps(getattr(e, "dumps", ()), kernel.name, key)
@@ -306,10 +330,13 @@ def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipel
             entry = _cached(kernel, path, target, want_dumps)
             if entry is None:
                 compiled, artifact = _build(kernel, signature, target, options, path, key, want_dumps, edits)
-                entry, asm = (compiled.metadata, artifact), dict(compiled.stages)  # from memory: the write may have failed
+                entry, asm = (compiled.metadata, artifact), dict(compiled.stages)
+                on_disk = StageTexts(path) if os.path.isdir(path) else {}
+                if set(on_disk) == set(asm):  # (else from memory: the write failed)
+                    asm = on_disk
     if asm is None:
         _copy_dumps(path, kernel.name, key)
-        asm = read_stages(path)
+        asm = StageTexts(path)
     meta, artifact = entry
     meta["cache_path"] = path
     _warn_spills(meta, kernel.name, target, options)

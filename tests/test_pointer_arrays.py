@@ -135,7 +135,7 @@ def _ops(ptx, pattern):
 
 def test_sm90a_gemms_copy_whole_runs(gpu_target):
     """The descriptors' K blocks, cut by a run-time K, go by 16-byte cp.async of the run's elements
-    below K (`codegen/tail_masked_copies.py`), the epilogue by 16-byte stores; no spills."""
+    below K (`codegen/gpu/tail_masked_copies.py`), the epilogue by 16-byte stores; no spills."""
     gpu_target("sm_90a")
     ptrs, dims = torch.empty(4, dtype=torch.int64, device="meta"), torch.empty(24, dtype=torch.int32, device="meta")
     launcher = _gemms.compile(ptrs, ptrs, ptrs, dims, BM=64, BN=64, BK=64, num_stages=3)
