@@ -272,6 +272,7 @@ class TileWarpSpecialize:
         """The consumers' loop: no copies, no barrier after the wait, a release per iteration."""
         loop = p.loop
         body = loop.regions[0].blocks[0]
+        rings = [c.operands[0] for c in p.copies]
         for c in p.copies + p.prologue:
             c.erase()
         for block in (body, loop.block):
@@ -288,7 +289,7 @@ class TileWarpSpecialize:
         if dot_waits:  # iteration i - 1's dots are done after this iteration's dot wait
             at, back = dot_waits[-1], p.stages - 1
         else:  # every reader of this iteration's slot ran synchronously
-            at, back = _last_reader(body, [c.operands[0] for c in p.copies]), 0
+            at, back = _last_reader(body, rings), 0
         with ir.InsertionPoint.after(at), loop.location:
             i = arith.divsi(arith.subi(iv, lb), step)
             slot = arith.remsi(arith.addi(i, _i(back, ty)), _i(p.stages, ty))
