@@ -26,6 +26,8 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import tile  # noqa: E402  (the runtime alone: no MLIR on a GPU machine)
+
 LAUNCHES = 100
 TIMEOUT_S = 240  # one case: loading its modules, the checks and the timed launches (seconds on an H100)
 
@@ -41,9 +43,69 @@ CASES = {
     # no row stride a multiple of 16 elements: cp.async rings, warp_specialize ignored (a warning)
     "matmul fp16 1000x1100x900 128x128x64/8w/3s": ("matmul", "float16", (1000, 1100, 900),
                                                    dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=3)),
+    # examples/flash_attention.py: (B, H, N, D) tensors of any strides, cp.async rings, warp_specialize ignored
     "attention bf16 4x32x4096x128": ("attention", "bfloat16", (4, 32, 4096, 128),
                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)),
+    # rows_attention_kernel: the keys by TMA, the KV loop split (two dots a slot)
+    "rows attention bf16 4x32x4096x128 128x64/4w/3s": ("rows_attention", "bfloat16", (4, 32, 4096, 128),
+                                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)),
+    "rows attention bf16 4x32x4096x64 128x128/8w/2s": ("rows_attention", "bfloat16", (4, 32, 4096, 64),
+                                                      dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=2)),
 }
+
+
+@tile.kernel
+def rows_attention_kernel(q, k, v, out, n_ctx, rows, qk_scale, BLOCK_M: tile.constexpr, BLOCK_N: tile.constexpr,
+                          D: tile.constexpr, WARP_SPECIALIZE: tile.constexpr = False):
+    """FlashAttention's forward (non-causal) on (B*H*N, D) row-major tensors, one program per
+    BLOCK_M queries of one (batch, head): its keys are rows bh*N .. bh*N + N - 1, read as whole
+    blocks masked at the tensors' bounds, so that on sm_90a they go by TMA and the KV loop can
+    be warp-specialized (examples/flash_attention.py reads (B, H, N, D) tensors of any strides,
+    through cp.async rings). N must be a multiple of both blocks."""
+    start_m = tile.program_id(0)
+    base = tile.program_id(1) * n_ctx
+    rm = base + start_m * BLOCK_M + tile.arange(0, BLOCK_M)
+    rd = tile.arange(0, D)
+    qt = tile.load(q + rm[:, None] * D + rd[None, :], mask=(rm[:, None] < rows) & (rd[None, :] < D), other=0.0)
+    m_i = tile.full((BLOCK_M,), float("-inf"), tile.float32)
+    l_i = tile.zeros((BLOCK_M,), tile.float32)
+    acc = tile.zeros((BLOCK_M, D), tile.float32)
+    for start_n in tile.range(0, n_ctx, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        rn = base + start_n + tile.arange(0, BLOCK_N)
+        kv = (rn[:, None] < rows) & (rd[None, :] < D)
+        kt = tile.load(k + rn[:, None] * D + rd[None, :], mask=kv, other=0.0)
+        s = tile.dot(qt, tile.trans(kt))
+        m_new = tile.maximum(m_i, tile.max(s, axis=1) * qk_scale)
+        p = tile.exp2(s * qk_scale - m_new[:, None])
+        alpha = tile.exp2(m_i - m_new)
+        l_i = l_i * alpha + tile.sum(p, axis=1)
+        vt = tile.load(v + rn[:, None] * D + rd[None, :], mask=kv, other=0.0)
+        acc = tile.dot(p.to(vt.dtype), vt, acc * alpha[:, None])
+        m_i = m_new
+    tile.store(out + rm[:, None] * D + rd[None, :], (acc / l_i[:, None]).to(out.dtype.element_ty),
+               mask=(rm[:, None] < rows) & (rd[None, :] < D))
+
+
+def rows_attention(q, k, v, BLOCK_M=128, BLOCK_N=64, warp_specialize=False, **launch):
+    """softmax(Q K^T / sqrt(D)) V of contiguous (B, H, N, D) tensors by `rows_attention_kernel`."""
+    out = q.new_empty(q.shape)
+    rows_attention_kernel[rows_attention_grid(q, BLOCK_M, BLOCK_N)](
+        *rows_attention_args(q, k, v, out), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, D=q.shape[-1],
+        WARP_SPECIALIZE=warp_specialize, **launch)
+    return out
+
+
+def rows_attention_grid(q, BLOCK_M: int, BLOCK_N: int) -> tuple:
+    B, H, N, D = q.shape
+    if N % BLOCK_M or N % BLOCK_N or not q.is_contiguous():
+        raise ValueError(f"rows_attention: contiguous tensors, N ({N}) a multiple of {BLOCK_M} and {BLOCK_N}")
+    return (N // BLOCK_M, B * H)
+
+
+def rows_attention_args(q, k, v, out) -> tuple:
+    """The kernel's run-time arguments: the (B*H*N, D) views, N, their rows, the exp2 scale."""
+    B, H, N, D = q.shape
+    return (*(t.view(-1, D) for t in (q, k, v, out)), N, B * H * N, D ** -0.5 * 1.4426950408889634)
 
 
 def _inputs(kernel: str, dtype, shape, device: str):
@@ -79,6 +141,13 @@ def _variants(kernel: str, args, cfg: dict) -> dict:
             run = (lambda a, b, bias, ws=ws: matmul.matmul(a, b, bias, "none", cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP"],
                                                            warp_specialize=ws, num_warps=cfg["num_warps"],
                                                            num_stages=cfg["num_stages"]))
+        elif kernel == "rows_attention":
+            q, k, v = args
+            blocks = {x: cfg[x] for x in ("BLOCK_M", "BLOCK_N")}
+            launch = {x: cfg[x] for x in ("num_warps", "num_stages")}
+            launcher = rows_attention_kernel.compile(*rows_attention_args(q, k, v, torch.empty_like(q)), **blocks,
+                                                     D=q.shape[-1], WARP_SPECIALIZE=ws, **launch)
+            run = (lambda q, k, v, ws=ws: rows_attention(q, k, v, **blocks, warp_specialize=ws, **launch))
         else:
             q, k, v = args
             B, H, N, D = q.shape

@@ -116,6 +116,14 @@ def test_sm90a_matmul_ptx(gpu_target, num_warps, threads, launch, consumer):
     report = launcher.metadata["ptxas"]
     assert report["spill_stores"] == report["spill_loads"] == report["stack_frame"] == 0
     assert report["registers"] == launch
+    # and in the SASS: the register hand-over, block barrier 0 only before it
+    from test_matmul_codegen import _sass
+
+    sass = _sass(launcher.asm["cubin"])
+    assert sum(f"USETMAXREG.DEALLOC.CTAPOOL {hex(40)}" in line for line in sass) == 1
+    assert sum(f"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {hex(consumer)}" in line for line in sass) == 1
+    first = next(n for n, line in enumerate(sass) if "USETMAXREG" in line)
+    assert not any(re.search(r"BAR\.SYNC\S* 0x0 ;", line) for line in sass[first:])
 
 
 def test_sm90a_odd_shape_f16_ptx(gpu_target):
@@ -174,3 +182,46 @@ def test_unsupported_loops_warn(gpu_target, target, case, reason):
     assert "matmul.py" in str(seen[0].message) or "flash_attention.py" in str(seen[0].message)
     assert "setmaxnreg" not in launcher.asm["ptx"] and "bar.sync \t1," not in launcher.asm["ptx"]
     assert launcher.metadata["num_threads"] == (8 if case == "attention" else 4) * 32
+
+
+def _rows_attention():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import warp_specialize_on_device
+
+    return warp_specialize_on_device
+
+
+def test_cpu_rows_attention_ignores_warp_specialize():
+    """The attention whose KV loop sm_90a splits (keys and values by TMA), on the CPU."""
+    ws = _rows_attention()
+    import flash_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 128, 32, dtype=torch.bfloat16) for _ in range(3))
+    got = ws.rows_attention(q, k, v, BLOCK_M=64, BLOCK_N=32, warp_specialize=True)
+    torch.testing.assert_close(got, flash_attention.reference(q, k, v), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("num_warps, num_stages", [(4, 3), (8, 2)])
+def test_sm90a_attention_kv_loop_ptx(gpu_target, num_warps, num_stages):
+    """Two dots a slot (Q K^T on the key slot, P V on the value slot): one release per
+    iteration after the last; Q's one-off cp.async copy and the softmax's exchanges sit
+    behind named barriers."""
+    gpu_target("sm_90a")
+    ws = _rows_attention()
+    q = torch.empty(1, 2, 256, 64, dtype=torch.bfloat16)
+    launcher = ws.rows_attention_kernel.compile(*ws.rows_attention_args(q, q, q, q), BLOCK_M=128, BLOCK_N=64, D=64,
+                                                WARP_SPECIALIZE=True, num_warps=num_warps, num_stages=num_stages)
+    ptx = launcher.asm["ptx"]
+    assert launcher.metadata["num_threads"] == (num_warps + 4) * 32
+    assert "setmaxnreg.dec" in ptx and "setmaxnreg.inc" in ptx
+    split = ptx.index("setmaxnreg")
+    assert _barriers(ptx[:split]) == ["bar.sync \t0;"] * 2
+    assert all(b == f"bar.sync \t1, {num_warps * 32};" for b in _barriers(ptx[split:]))
+    assert ptx.count("mbarrier.try_wait.parity.shared.b64") == 2 and ptx.count("mbarrier.arrive.shared.b64") == 1
+    assert ptx.count("wgmma.mma_async") >= 2
+    report = launcher.metadata["ptxas"]
+    assert report["spill_stores"] == report["spill_loads"] == 0
