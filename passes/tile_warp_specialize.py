@@ -60,6 +60,7 @@ from mlir.dialects import arith, scf
 
 from ..dialects import pipeline_ops, warp_specialize_ops as ws
 from .registry import register_pass
+from .tile_trans_loads import _in_loop
 from .walk import all_ops
 
 PRODUCER_WARPS = 4  # a whole warpgroup: setmaxnreg works per warpgroup
@@ -103,17 +104,23 @@ class _Scalars:
 
     PURE = ("tile.program_id", "tile.num_programs")
 
-    def __init__(self, fn, outer):
+    def __init__(self, fn, outer=None):
         self.args = set(fn.regions[0].blocks[0].arguments)
         self.memo: dict = {}
         self.outer = outer  # where loop-invariant values go: before every producer loop
+        self.checked: set = set()
 
-    def get(self, v, mapping=None):
+    def check(self, v, iv):
+        """Unsupported unless `get` can clone v (the loop's induction variable `iv` given): said
+        before the kernel is changed."""
+        self.get(v, {iv: iv}, check_only=True)
+
+    def get(self, v, mapping=None, check_only=False):
         mapping = mapping if mapping is not None else {}
         if v in mapping:
             return mapping[v]
-        if v in self.memo:
-            return self.memo[v]
+        if v in self.memo or v in self.checked:
+            return self.memo.get(v)
         if isinstance(v.owner, ir.Block):
             if v in self.args:
                 return v
@@ -121,11 +128,14 @@ class _Scalars:
         op = v.owner.operation
         if op.name == "scf.execute_region":
             inner = op.regions[0].blocks[0].operations[-1].operands[ir.OpResult(v).result_number]
-            return self.get(inner, mapping)
+            return self.get(inner, mapping, check_only)
         if isinstance(v.type, (ir.RankedTensorType, ir.MemRefType)) or op.regions or not (
                 op.name.startswith("arith.") or op.name in self.PURE):
             raise Unsupported(f"the copies' coordinates depend on '{op.name}', not scalar arithmetic alone")
-        operands = [self.get(o, mapping) for o in op.operands]
+        operands = [self.get(o, mapping, check_only) for o in op.operands]
+        if check_only:
+            self.checked.add(v)
+            return None
         per_iteration = _in_loop(op)  # (a value of the loop body: cloned and cached per iteration)
         new = op.clone(ip=None if per_iteration else self.outer)
         for n, o in enumerate(operands):
@@ -133,15 +143,6 @@ class _Scalars:
         result = new.results[ir.OpResult(v).result_number]
         (mapping if per_iteration else self.memo)[v] = result
         return result
-
-
-def _in_loop(op) -> bool:
-    p = op.parent
-    while p is not None and p.name != "func.func":
-        if p.name == "scf.for":
-            return True
-        p = p.parent
-    return False
 
 
 @dataclass
@@ -209,6 +210,9 @@ class TileWarpSpecialize:
         allocs = [v.owner for n, v in enumerate(made) if v not in made[:n]]  # (in a fixed order: the rings' layout)
         if any(a.operation.parent != fn for a in allocs):
             raise Unsupported("the loop's rings are made in a loop or a branch")
+        scalars, iv = _Scalars(fn), loop.regions[0].blocks[0].arguments[0]
+        for v in [*list(loop.operands)[:3], *(x for c in copies for x in list(c.operands)[4:6])]:
+            scalars.check(v, iv)
         return _Loop(loop, stages, full, ahead, copies, prologue, allocs)
 
     def split(self, fn, plans):

@@ -127,3 +127,51 @@ func.func @kloop(%M: i32, %K: i32, %da: !llvm.ptr, %db: !llvm.ptr) attributes {t
   "tile.mbarrier_dealloc"(%bars) : (!bars) -> ()
   return
 }
+
+// -----
+
+// Copies whose column is carried by the loop (not its induction variable): the producer
+// cannot recompute it, so the loop keeps its copies, its barrier and its form, and says why;
+// the kernel is left as it was.
+
+// CHECK-LABEL: func.func @carried
+// CHECK-NOT: tile.warp_role
+// CHECK: scf.for
+// CHECK: "tile.mbarrier_wait"
+// CHECK-NEXT: gpu.barrier
+// CHECK: "tile.tma_load"
+// CHECK: tile.warp_specialize_skipped = "{{.*}}the copies' coordinates depend on a loop or a branch the producer cannot follow"
+
+!r = memref<2x64x64xbf16, #gpu.address_space<workgroup>>
+!bars = memref<2xi64, #gpu.address_space<workgroup>>
+!t = tensor<64x64xbf16, #tile.blocked<[1, 8], [8, 4], [4, 1], [1, 0]>>
+
+func.func @carried(%K: i32, %d: !llvm.ptr) attributes {tile.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %ring = "tile.local_alloc"() : () -> !r
+  %bars = "tile.mbarrier_alloc"() {arrivals = 1 : i32} : () -> !bars
+  %live0 = arith.cmpi slt, %c0, %K : i32
+  "tile.tma_load"(%ring, %c0, %bars, %d, %c0, %c0, %live0) {box = [64 : i32, 64 : i32], swizzle = 128 : i32} : (!r, i32, !bars, !llvm.ptr, i32, i32, i1) -> ()
+  %r = scf.for %k = %c0 to %K step %c64 iter_args(%col = %c0) -> (i32) : i32 {
+    %i = arith.divsi %k, %c64 : i32
+    %s = arith.remsi %i, %c2 : i32
+    %q = arith.divsi %i, %c2 : i32
+    %ph = arith.andi %q, %c1 : i32
+    "tile.mbarrier_wait"(%bars, %s, %ph) : (!bars, i32, i32) -> ()
+    gpu.barrier
+    %n = arith.addi %i, %c1 : i32
+    %w = arith.remsi %n, %c2 : i32
+    %a = "tile.local_load"(%ring, %s) : (!r, i32) -> !t
+    %nk = arith.addi %k, %c64 : i32
+    %live = arith.cmpi slt, %nk, %K : i32
+    %next = arith.addi %col, %c64 : i32
+    "tile.tma_load"(%ring, %w, %bars, %d, %c0, %next, %live) {box = [64 : i32, 64 : i32], swizzle = 128 : i32} : (!r, i32, !bars, !llvm.ptr, i32, i32, i1) -> ()
+    scf.yield %next : i32
+  } {tile.warp_specialize}
+  "tile.local_dealloc"(%ring) : (!r) -> ()
+  "tile.mbarrier_dealloc"(%bars) : (!bars) -> ()
+  return
+}
