@@ -19,7 +19,7 @@ import tile
 
 @tile.func
 def attend(qt, kb, vb, m_i, l_i, acc, rm, rd, lo, hi, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd, BLOCK_N, MASKED, CAUSAL,
-           WARP_SPECIALIZE=False):
+           WARP_SPECIALIZE):
     """Keys and values lo .. hi into the running (m_i, l_i, acc); MASKED: some keys of a
     block lie past n_ctx or (CAUSAL) above the diagonal, whose scores count as -inf."""
     for start_n in tile.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):

@@ -29,7 +29,7 @@ def gelu(x):
 
 @tile.func
 def output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP, ACTIVATION,
-                PRECISION, WARP_SPECIALIZE=False):
+                PRECISION, WARP_SPECIALIZE):
     """Output tile number t: act(a @ b + bias) over its BM x BN block of `out`."""
     n_m = tile.cdiv(M, BM)
     n_n = tile.cdiv(N, BN)
