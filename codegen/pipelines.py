@@ -76,6 +76,8 @@ def tile_opt(options: dict) -> list[str]:
     if options.get("codegen", "distributed") == "distributed" and options["target"] == "sm_90a" \
             and options.get("divisible_args"):
         passes.append(f"tile-tma-stores{{divisible-args={options['divisible_args']}}}")
+    # (on every GPU target: where it cannot apply, it says why on the loops that asked for it)
+    passes.append(f"tile-warp-specialize{{num-warps={options['num_warps']}}}")
     return passes
 
 
@@ -99,7 +101,8 @@ def gpu_distributed(options: dict) -> list[str]:
     spec = (f" divisible-args={divisible}" if divisible else "") + (" noalias=1" if options.get("noalias") else "")
     if options["target"] == "sm_80":  # (no e4m3 form of cvt before sm_89)
         spec += " float8-cvt=0 arch=80"
-    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "emulate-i1-memrefs", "canonicalize", "cse"]
+    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "tile-consumer-barriers", "emulate-i1-memrefs",
+            "canonicalize", "cse"]
 
 
 def nvvm(target: str) -> list[str]:

@@ -356,6 +356,8 @@ class Translator:
                                      op_tile_local_store)
     from .distributed_tma import (op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait,  # noqa: E402
                                   op_tile_mbarrier_dealloc, op_tile_tma_store)
+    from .distributed_warp_specialize import (op_tile_warp_role, op_tile_set_max_registers,  # noqa: E402
+                                              op_tile_mbarrier_arrive)
 
 
 def read_only_arguments(fn) -> set:
