@@ -99,6 +99,17 @@ def stage(self, value, tile: SharedTile, chunk=None):
         store_run(tile.buf, vals, r, w, at, tile.elem)
 
 
+def stage_transposed(self, value, tile: SharedTile):
+    """Every register of a 2-D R x C tile into the C x R shared tile `tile` (swizzled) at its
+    transposed place, one element at a time (a float8 wgmma's N-major B, read K-major)."""
+    dist = self.dist(value)
+    n = dist.num_registers
+    vals = elements(self.value(value), n)
+    rows, cols = slot_coords([elements(c, n) for c in self.coords(dist)], n)
+    for r in range(n):
+        memref.StoreOp(vals[r], tile.buf, [to_index(tile.offset(cols[r], rows[r]))])
+
+
 def unstage(self, out: list, dist, tile: SharedTile, chunk=None):
     """The inverse of `stage`: a 2-D tile's registers in layout `dist` (with `chunk`, that
     chunk's) read from the shared tile into `out`, with vector loads along rows where possible."""
