@@ -63,7 +63,7 @@ CPU_LLVM = [
 
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
-        return TILE_OPT[:-1] + ["tile-fp8-dots"] + TILE_OPT[-1:]
+        return TILE_OPT[:-2] + ["tile-fp8-dots"] + TILE_OPT[-2:]  # (float8 dots widened to f16)
     distributed = options.get("codegen", "distributed") == "distributed"
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
     pipelined = distributed and options.get("num_stages", 1) > 1
