@@ -104,7 +104,11 @@ def op_tile_dot(self, op):
             base = i32(0 if ta is None or ta.buf != buf else M * K)
             if step == 32:  # float8 wgmma reads B K-major only: stored transposed (`passes/fp8_dots.py`)
                 tb = SharedTile(buf_b, base, N, K, elem_b, transposed=True)
-                stage_transposed(self, b, tb)
+                source = None if isinstance(b.owner, ir.Block) else b.owner.operation
+                if source is not None and source.name == "tile.trans" and self.map.get(b) is None:
+                    stage(self, source.operands[0], tb)  # B's transpose, in registers as loaded (fp8_operands.py)
+                else:
+                    stage_transposed(self, b, tb)
             else:
                 tb = SharedTile(buf_b, base, K, N, elem_b)
                 stage(self, b, tb)

@@ -11,6 +11,16 @@ it gets there in the dot's `fp8_b` attribute:
 - "transposed_copy": B is a load of a column-major block (`b = W.T`, stride_bk == 1,
   `block_access.py`): `tile-pipeline` copies it into a transposed ring slot (N x K,
   K contiguous; cp.async or TMA), as it does a 16-bit B of `x @ W.T` (`k_major_fp8`).
+- "transposed_load": B's memory is K-major (its offsets step by 1 along K) but not a
+  block `tile-pipeline` copies transposed (tutorial 03's `offs_bn % N` rows, advanced by
+  pointer increments): B is loaded as its transpose, N x K with K contiguous (`tile-trans-loads`'
+  rebuilt offsets, mask and `other`), and transposed back for the dot; the loop's ring
+  holds the N x K tile, which the dot reads in place as B (`codegen/fp8_operands.py`):
+
+      %bt = "tile.load"(%b, %offs_t, %mask_t, %other_t) : (...) -> tensor<128x64xf8E5M2>
+      %b2 = "tile.trans"(%bt) {permutation = array<i32: 1, 0>} : (...) -> tensor<64x128xf8E5M2>
+      %c = "tile.dot"(%a, %b2, %acc) {fp8_b = "transposed_load"} : (...)
+
 - "transposed_in_shared": B's memory is N-major (stride_bn == 1) or unknown: B is
   loaded into registers as it is, and the dot stores it into shared memory transposed
   (`distributed_dot.py`), element by element.
@@ -39,8 +49,10 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects.layout import Wgmma, element_bits, encoding_of
-from .block_access import match_block, match_copy_block
+from ..dialects import tile_ops
+from .block_access import match_block, match_copy_block, unit_stride_axis
 from .registry import register_pass
+from .tile_trans_loads import transposed
 from .walk import collect
 
 FLOAT8 = ("f8E4M3FN", "f8E5M2")
@@ -78,6 +90,28 @@ def k_major_fp8(load, users) -> bool:
     return True
 
 
+def _k_major_load(v) -> bool:
+    """Whether `v` is a 2-D `tile.load` through offsets that step by one element along K (dim 0)."""
+    if isinstance(v.owner, ir.Block) or v.owner.operation.name != "tile.load":
+        return False
+    return ir.RankedTensorType(v.type).rank == 2 and unit_stride_axis(v.owner.operation.operands[1]) == 0
+
+
+def _load_transposed(load):
+    """trans(load of the transposed offsets, mask and `other`): `load` read N x K, K contiguous."""
+    memo: dict = {}
+    with ir.InsertionPoint(load), load.location:
+        offsets, mask, other = (transposed(v, [1, 0], memo) for v in list(load.operands)[1:])
+        loaded = tile_ops.load(load.operands[0], offsets, mask, other)
+        for name in load.attributes:  # (its cache hints)
+            loaded.owner.attributes[name] = load.attributes[name]
+        back = tile_ops.trans(loaded, [1, 0])
+    if len(list(load.results[0].uses)) == 1:  # (the dot, about to read `back`)
+        load.results[0].replace_all_uses_with(back)
+        load.erase()
+    return back
+
+
 def _widen(v):
     t = ir.RankedTensorType(v.type)
     return arith.extf(ir.RankedTensorType.get(list(t.shape), ir.F16Type.get(), t.encoding), v)
@@ -98,6 +132,9 @@ class TileFp8Dots:
             if self.wgmma and Wgmma.takes_k(a.shape[1], element_bits(a.element_type)) \
                     and Wgmma.for_shape(shape, self.num_warps):
                 how = "transposed_copy" if _column_major_load(dot.operands[1]) else "transposed_in_shared"
+                if how == "transposed_in_shared" and _k_major_load(dot.operands[1]):
+                    how = "transposed_load"
+                    dot.operands[1] = _load_transposed(dot.operands[1].owner.operation)
                 dot.attributes[B_ATTR] = ir.StringAttr.get(how)
                 continue
             with ir.InsertionPoint(dot), dot.location:

@@ -169,3 +169,22 @@ def test_fp8_dot_sm90a_small_m_widens(gpu_target):
     launcher = fp8_matmul_kernel.compile(*_meta(16, 256, 256, E4M3, E4M3, True), BLOCK_M=16, BLOCK_N=64, BLOCK_K=64,
                                          num_warps=4, num_stages=2)
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in launcher.asm["ptx"]
+
+
+def test_fp8_dot_sm90a_k_major_b_by_pointer_increments(gpu_target):
+    """Tutorial 03's form (rows wrapped by % N, pointers advanced along K): B = w.T is no block
+    a copy lands transposed, so it is loaded N x K (K contiguous, 16-byte cp.async into its ring)
+    and the dot reads the slot as its K-major B: no byte-wise shared stores, no spills."""
+    gpu_target("sm_90a")
+    M, N, K = 512, 512, 512
+    a = torch.empty(M, K, dtype=E4M3, device="meta")
+    b = torch.empty(N, K, dtype=E5M2, device="meta").T
+    c = torch.empty(M, N, dtype=torch.bfloat16, device="meta")
+    launcher = fp8_pointer_increments_kernel.compile(a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
+                                                     BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, num_warps=8, num_stages=3)
+    ptx = launcher.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 " in ptx
+    assert not re.search(r"st\.shared\.(b8|u8|s8)", ptx)
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%rd?\d+\], \[%rd\d+\], 16", ptx)
+    info = launcher.metadata["ptxas"]
+    assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info

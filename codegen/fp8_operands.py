@@ -1,0 +1,37 @@
+"""A float8 dot's B read through `tile.trans` (`passes/fp8_dots.py`'s "transposed_load": B's
+memory is K-major but no block `tile-pipeline` copies transposed, so B is loaded as its
+N x K transpose, K contiguous, and transposed back for the dot). Float8 wgmma reads B
+K-major, which is how the N x K tile lies: the transpose costs no code.
+
+- of a ring slot (`tile.local_load`, copied with cp.async 16 bytes at a time): the slot,
+  marked as holding the transpose (`SharedTile.transposed`), which the dot reads in place;
+- of registers: left unmade (`defer`); the dot stores its operand, the N x K tile, into
+  shared memory as it is, with vector stores along K (`distributed_dot.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .distributed_async_copy import SharedTile
+from .held_registers import defer
+from .register_values import remat_own
+from .static_registers import thread_coords
+
+
+def transposed_b_only(value) -> bool:
+    """Whether `value` (a `tile.trans` result) is read only as B of float8 dots."""
+    users = [(u.owner, u.operand_number) for u in value.uses]
+    return bool(users) and all(o.name == "tile.dot" and n == 1 and "fp8_b" in o.attributes for o, n in users)
+
+
+def op_tile_trans(self, op):
+    src, result = self.map.get(op.operands[0]), op.results[0]
+    if isinstance(src, SharedTile) and transposed_b_only(result):
+        self.map[result] = dataclasses.replace(src, transposed=not src.transposed)
+        return
+    if transposed_b_only(result):
+        d = self.dist(result)
+        defer(self, result, lambda: self.eval_at(result, self.coords(d), d.num_registers, thread_coords(d, self.threads)))
+        return
+    remat_own(self, op)
