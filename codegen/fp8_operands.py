@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..passes.tile_fuse import read_as_fp8_b
 from .distributed_async_copy import SharedTile
 from .held_registers import defer
 from .register_values import remat_own
 from .static_registers import thread_coords
 
 
-def transposed_b_only(value) -> bool:
-    """Whether `value` (a `tile.trans` result) is read only as B of float8 dots."""
-    users = [(u.owner, u.operand_number) for u in value.uses]
-    return bool(users) and all(o.name == "tile.dot" and n == 1 and "fp8_b" in o.attributes for o, n in users)
-
-
 def op_tile_trans(self, op):
     src, result = self.map.get(op.operands[0]), op.results[0]
-    if isinstance(src, SharedTile) and transposed_b_only(result):
+    if isinstance(src, SharedTile) and read_as_fp8_b(result):
         self.map[result] = dataclasses.replace(src, transposed=not src.transposed)
         return
-    if transposed_b_only(result):
+    if read_as_fp8_b(result):
         d = self.dist(result)
         defer(self, result, lambda: self.eval_at(result, self.coords(d), d.num_registers, thread_coords(d, self.threads)))
         return

@@ -188,3 +188,34 @@ def test_fp8_dot_sm90a_k_major_b_by_pointer_increments(gpu_target):
     assert re.search(r"cp\.async\.cg\.shared\.global \[%rd?\d+\], \[%rd\d+\], 16", ptx)
     info = launcher.metadata["ptxas"]
     assert info["stack_frame"] == info["spill_stores"] == info["spill_loads"] == 0, info
+
+
+@tile.jit
+def fp8_dot_transposed_kernel(a, b, c, N: tile.constexpr, K: tile.constexpr):
+    """c = a @ b.T for one 64 x N tile, b (N x K) loaded as it lies, transposed in the kernel."""
+    rm = tile.arange(0, 64)
+    rn = tile.arange(0, N)
+    rk = tile.arange(0, K)
+    x = tile.load(a + rm[:, None] * K + rk[None, :])
+    y = tile.load(b + rn[:, None] * K + rk[None, :])
+    tile.store(c + rm[:, None] * N + rn[None, :], tile.dot(x, y.T))
+
+
+def test_fp8_dot_of_a_transpose():
+    torch.manual_seed(2)
+    a, b = _fp8((64, 64), E4M3), _fp8((32, 64), E4M3)
+    c = torch.empty(64, 32)
+    fp8_dot_transposed_kernel[(1, )](a, b, c, N=32, K=64)
+    _close(c, _reference(a, b.T), 64)
+
+
+def test_fp8_dot_of_a_transpose_sm90a(gpu_target):
+    """Outside a loop the transpose of a register tile goes to the dot, which stores the N x K
+    tile as it is (vector stores along K) as its K-major B."""
+    gpu_target("sm_90a")
+    a = torch.empty(64, 64, dtype=E4M3, device="meta")
+    b = torch.empty(32, 64, dtype=E4M3, device="meta")
+    launcher = fp8_dot_transposed_kernel.compile(a, b, torch.empty(64, 32, device="meta"), N=32, K=64, num_warps=4)
+    ptx = launcher.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 " in ptx
+    assert not re.search(r"st\.shared\.(b8|u8|s8)", ptx)
