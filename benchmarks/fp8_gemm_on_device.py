@@ -1,4 +1,4 @@
-"""examples/fp8_gemm.py on the GPU: e4m3 x e4m3 -> bf16 at 4096^3 and 8192^3 with row-wise and
+"""examples/fp8_gemm.py on the GPU, after the float8 dot's paths (`dot_checks`): e4m3 x e4m3 -> bf16 at 4096^3 and 8192^3 with row-wise and
 per-tensor scales against torch._scaled_mm (cuBLAS), and with DeepGEMM's block scales (1 x 128
 activations, 128 x 128 weights) at M=4096, N=7168, K=16384 beside _scaled_mm's row-wise product
 of the same shape (an anchor: torch has no such block scaling on sm_90 to compare with). Every
@@ -10,6 +10,9 @@ OUT is set.
 
     python3 benchmarks/fp8_gemm_on_device.py --compile-only   # CPU machine: fills the sm_90a cache
     python3 benchmarks/fp8_gemm_on_device.py                  # a GPU
+
+or through the device scripts: `bash benchmarks/checks_for_device.sh fp8_gemm_on_device` here, then
+`bash benchmarks/checks_on_device.sh fp8_gemm_on_device` on the GPU machine (carry .device).
 """
 
 from __future__ import annotations
@@ -58,7 +61,50 @@ def _check(name, got, want, theirs) -> dict:
     if theirs is not None:
         e2 = (got.float() - theirs.float()).abs().max().item() / scale
         out.update(max_rel_err_vs_scaled_mm=e2, ok=out["ok"] and e2 < 2e-2)
-    print(f"  check {name}: {out}", flush=True)
+    print(f"{name}: {'matches torch' if out['ok'] else 'FAIL'} {out}", flush=True)
+    return out
+
+
+def dot_checks(compile_only: bool) -> dict:
+    """The float8 dot's sm_90a paths (tests/test_fp8_dot.py's kernels) on the GPU against float64:
+    B K-major as a TMA-copied block, N-major (stored transposed), K-major by pointer increments
+    (loaded N x K, tutorial 03's form), transposed in the kernel outside a loop; e4m3, e5m2, mixed."""
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    import test_fp8_dot as t
+
+    dev = "meta" if compile_only else "cuda"
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+    M, N, K = 300, 260, 512
+    big = dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3)
+    out = {}
+
+    def operands(da, db, b_k_major):
+        a = (torch.randn(M, K, device=dev) * 4).to(da)
+        b = (torch.randn(N, K, device=dev) * 4).to(db).T if b_k_major else (torch.randn(K, N, device=dev) * 4).to(db)
+        return a, b
+
+    cases = [(f"{da}x{db} B {'K' if km else 'N'}-major", kernel, da, db, km, tiles) for kernel, da, db, km, tiles in (
+        (t.fp8_matmul_kernel, e4, e4, True, dict(big, BLOCK_K=64)), (t.fp8_matmul_kernel, e4, e4, False, dict(big, BLOCK_K=64)),
+        (t.fp8_matmul_kernel, e5, e5, True, dict(big, BLOCK_K=128)), (t.fp8_matmul_kernel, e4, e5, True, dict(big, BLOCK_K=64)),
+        (t.fp8_pointer_increments_kernel, e4, e5, True, dict(big, BLOCK_K=128)))]
+    for name, kernel, da, db, km, tiles in cases:
+        name = f"{kernel.name} {name}".replace("torch.float8_", "")
+        a, b = operands(da, db, km)
+        c = torch.full((M, N), float("nan"), device=dev,
+                       dtype=torch.bfloat16 if kernel is t.fp8_pointer_increments_kernel else torch.float32)
+        grid = (-(-M // tiles["BLOCK_M"]), -(-N // tiles["BLOCK_N"]))
+        kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), **tiles)
+        if not compile_only:
+            out[name] = _check(name, c, a.double() @ b.double(), None)
+    a, b = (torch.randn(64, 64, device=dev) * 4).to(e4), (torch.randn(32, 64, device=dev) * 4).to(e4)
+    c = torch.empty(64, 32, device=dev)
+    t.fp8_dot_transposed_kernel[(1, )](a, b, c, N=32, K=64, num_warps=4)
+    if not compile_only:
+        out["dot(x, y.T) outside a loop"] = _check("dot(x, y.T) outside a loop", c, a.double() @ b.double().T, None)
+    if compile_only:
+        print("float8 dot checks: kernels compiled", flush=True)
     return out
 
 
@@ -122,17 +168,20 @@ def main() -> int:
     _examples()
     torch.manual_seed(0)
     sms = SMS if args.compile_only else torch.cuda.get_device_properties(0).multi_processor_count
+    checks = dot_checks(args.compile_only)
     points = [point(*shape, scaling, args.compile_only, args.launches, sms)
               for shape in SCALED_SHAPES for scaling in ("row", "tensor")]
     points.append(point(*BLOCK_SHAPE, "block", args.compile_only, args.launches, sms))
     if args.compile_only:
         return 0
-    summary = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "points": points}
+    summary = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dot_checks": checks,
+               "points": points}
     print(json.dumps(summary, indent=1))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "fp8_gemm.json"), "w") as fh:
             json.dump(summary, fh, indent=1)
-    return 0 if all(c["ok"] for p in points for c in p["checks"].values()) else 1
+    ok = all(c["ok"] for c in checks.values()) and all(c["ok"] for p in points for c in p["checks"].values())
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
