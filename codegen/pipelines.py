@@ -63,10 +63,13 @@ CPU_LLVM = [
 
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
-        return list(TILE_OPT)
+        return TILE_OPT[:-2] + ["tile-fp8-dots"] + TILE_OPT[-2:]  # (float8 dots widened to f16)
+    distributed = options.get("codegen", "distributed") == "distributed"
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
-    pipelined = options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1
-    passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + TILE_OPT[-1:]  # (before tile-fuse, the last)
+    pipelined = distributed and options.get("num_stages", 1) > 1
+    fp8 = f"tile-fp8-dots{{num-warps={options['num_warps']}{wgmma if distributed else ''}}}"
+    # (before tile-fuse, the last)
+    passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + [fp8] + TILE_OPT[-1:]
     passes.append(f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}")
     if pipelined:
         divisible, tma = options.get("divisible_args", ""), ""

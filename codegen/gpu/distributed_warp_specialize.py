@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, nvgpu, nvvm, scf
 
-from ..passes.registry import register_pass
-from ..passes.walk import all_ops
-from .convert_tile_to_linalg import to_index
+from ...passes.registry import register_pass
+from ...passes.walk import all_ops
+from ..common.ir_builders import to_index
 from .register_vectors import i32
 
 CONSUMER_BARRIER = 1  # the named barrier of the consumer threads (0 is the whole block's)
