@@ -55,7 +55,7 @@ from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
-from ..passes.tile_fuse import read_as_fp8_b
+from ...passes.tile_fuse import read_as_fp8_b
 from .held_registers import defer
 from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
 from .static_registers import constant_offset_groups, static_values, thread_coords
