@@ -294,43 +294,6 @@ def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
     return Tile(arith.bitcast(ty, x.value))
 
 
-@emitter("dot")
-def _dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
-    """Triton's `tl.dot`; float8 operands (e4m3, e5m2, mixed) go to `frontend/fp8_dot.py`."""
-    a, b = _tile(a, "dot's a"), _tile(b, "dot's b")
-    if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
-        return fp8_dot.dot(a, b, acc, input_precision, out_dtype)
-    a, b = semantics.computable(a, "dot's a"), semantics.computable(b, "dot's b")
-    if input_precision is None and allow_tf32 is not None:  # (Triton's older spelling)
-        input_precision = "tf32" if allow_tf32 else "ieee"
-    if input_precision not in (None, "ieee", "tf32"):
-        raise SemanticError(f"dot's input_precision must be \"ieee\" or \"tf32\", got {_describe(input_precision)}")
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise SemanticError(f"dot needs (M, K) and (K, N) tiles, got {a.shape} and {b.shape}")
-    if a.dtype != b.dtype:
-        raise SemanticError(f"dot operands must have one dtype, got {a.dtype!r} and {b.dtype!r}")
-    acc = dot_accumulator(a, b, acc, out_dtype)
-    if a.dtype not in (float32, float16, bfloat16):
-        raise SemanticError(f"dot takes float32, float16, bfloat16 or float8 operands and a float32 accumulator, got "
-                            f"{a.dtype!r} operands")
-    # As in Triton, the precision applies to f32 operands; 16-bit ones are exact already.
-    return Tile(tile_ops.dot(a.value, b.value, acc.value, tf32=input_precision == "tf32" and a.dtype == float32))
-
-
-def dot_accumulator(a: Tile, b: Tile, acc, out_dtype) -> Tile:
-    """The f32 accumulator of a dot of a and b: `acc`, or zeros."""
-    if out_dtype not in (None, float32):
-        raise SemanticError(f"dot accumulates in float32 (out_dtype=tile.float32), got out_dtype={_describe(out_dtype)}")
-    shape = [a.shape[0], b.shape[1]]
-    acc = constant(0, float32, shape) if acc is None else _tile(acc, "dot's acc")
-    if acc.shape != shape:
-        raise SemanticError(f"dot accumulator must have shape {shape}, got {acc.shape}")
-    if acc.dtype != float32:
-        raise SemanticError(f"dot takes float32, float16, bfloat16 or float8 operands and a float32 accumulator, got "
-                            f"{a.dtype!r} operands and a {acc.dtype!r} accumulator")
-    return acc
-
-
 @emitter("cdiv")
 def _cdiv(a, b):
     if isinstance(a, int) and isinstance(b, int):
