@@ -52,8 +52,8 @@ began = time.perf_counter()
 import torch
 import tile
 imported = time.perf_counter()
-from tile.runtime.cache import compiler_module  # (MLIR, lark, llvmlite: a first compile's imports)
-compiler_module()
+from tile.runtime.cache import compiler_entry  # (MLIR, lark, llvmlite: a first compile's imports)
+compiler_entry()
 ready = time.perf_counter()
 sys.path.insert(0, {examples!r})
 DEV = {device!r}

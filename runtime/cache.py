@@ -194,9 +194,10 @@ class StageTexts(collections.abc.Mapping):
         return len(self._files)
 
 
-def compiler_module():
-    """The compiler's driver module, imported (MLIR, lark, llvmlite) on a first cache miss."""
-    from ..codegen import build
+def compiler_entry():
+    """The compiler's entry point, `codegen.build.build`, imported (MLIR, lark, llvmlite) on a
+    first cache miss."""
+    from ..codegen.build import build
 
     return build
 
@@ -206,7 +207,7 @@ def _compiler(kernel, target: str, options: dict, path: str):
     elsewhere may lack the compiler's packages (MLIR, lark, llvmlite): a launch that is not
     in that cache then says so, naming the kernel, instead of failing on the import."""
     try:
-        build = compiler_module().build
+        build = compiler_entry()
     except ImportError as e:
         from ..frontend.errors import CompilationError, def_line
 
