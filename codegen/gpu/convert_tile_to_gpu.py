@@ -277,7 +277,7 @@ class Translator:
 
     from .register_values import (clone_elementwise, elementwise, eval_at, rematerializable,  # noqa: E402
                                   remat_own, uniform_run)
-    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = op_tile_trans = remat_own
+    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = remat_own
 
     def op_tile_program_id(self, op):
         dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
@@ -349,6 +349,7 @@ class Translator:
     from ..common.device_assert import op_tile_assert_fail  # noqa: E402
     from .distributed_reduce import op_tile_reduce  # noqa: E402
     from .distributed_dot import op_tile_dot  # noqa: E402
+    from .fp8_operands import op_tile_trans  # noqa: E402
     from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
     from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_dealloc,  # noqa: E402
                                          op_tile_async_copy, op_tile_async_commit, op_tile_async_wait)
@@ -356,6 +357,8 @@ class Translator:
                                      op_tile_local_store)
     from .distributed_tma import (op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait,  # noqa: E402
                                   op_tile_mbarrier_dealloc, op_tile_tma_store)
+    from .distributed_warp_specialize import (op_tile_warp_role, op_tile_set_max_registers,  # noqa: E402
+                                              op_tile_mbarrier_arrive)
     from .grid_dependency import op_tile_grid_dependency  # noqa: E402
 
 
