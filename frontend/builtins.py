@@ -13,21 +13,12 @@ from mlir.dialects import arith, memref
 from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
-from . import bounds_check, dtypes, semantics
+from . import bounds_check, dtypes, fp8_dot, memory_hints, semantics
+from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
 from .values import describe as _describe
-
-EMITTERS = {}
-
-
-def emitter(name):
-    def wrap(fn):
-        EMITTERS[name] = fn
-        return fn
-
-    return wrap
 
 
 def _const_int(v, what: str) -> int:
@@ -308,7 +299,7 @@ def _dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecis
     """Triton's `tl.dot`; float8 operands (e4m3, e5m2, mixed) go to `frontend/fp8_dot.py`."""
     a, b = _tile(a, "dot's a"), _tile(b, "dot's b")
     if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
-        return fp8_dot.dot(a, b, acc, input_precision, out_dtype)
+        return fp8_dot.dot(a, b, acc, input_precision, out_dtype, dot_accumulator)
     a, b = semantics.computable(a, "dot's a"), semantics.computable(b, "dot's b")
     if input_precision is None and allow_tf32 is not None:  # (Triton's older spelling)
         input_precision = "tf32" if allow_tf32 else "ieee"
@@ -381,8 +372,3 @@ def tile_method(t: Tile, name: str):
         return lambda *args, **kwargs: EMITTERS[name](t, *args, **kwargs)
     raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .cast(dtype), .T, .shape, .dtype and "
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
-
-
-# (they register their emitters)
-from . import (atomics, descriptors, device_assert, dot_scaled, fp8_dot, hints, math_functions, memory_hints, python_builtins,  # noqa: E402,F401
-               random, reductions, shape_builtins)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from ..dialects import tile_ops
 from . import dtypes
-from .builtins import dot_accumulator
 from .semantics import SemanticError
 from .values import Tile
 from .values import describe as _describe
 
 
-def dot(a: Tile, b: Tile, acc, input_precision, out_dtype) -> Tile:
+def dot(a: Tile, b: Tile, acc, input_precision, out_dtype, accumulator) -> Tile:
+    """`accumulator(a, b, acc, out_dtype)`: the dot's f32 accumulator tile (`builtins.dot_accumulator`)."""
     for name, x in (("a", a), ("b", b)):
         if x.dtype not in dtypes.FLOAT8:
             raise SemanticError(f"dot of a float8 tile takes float8 tiles on both sides (e4m3 or e5m2), got dot's {name} "
@@ -26,5 +26,5 @@ def dot(a: Tile, b: Tile, acc, input_precision, out_dtype) -> Tile:
         raise SemanticError(f"dot's input_precision must be \"ieee\" or \"tf32\", got {_describe(input_precision)}")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise SemanticError(f"dot needs (M, K) and (K, N) tiles, got {a.shape} and {b.shape}")
-    acc = dot_accumulator(a, b, acc, out_dtype)
+    acc = accumulator(a, b, acc, out_dtype)
     return Tile(tile_ops.dot(a.value, b.value, acc.value))

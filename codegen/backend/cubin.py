@@ -1,0 +1,102 @@
+"""PTX -> cubin with the ptxas shipped in the triton wheel (CUDA 12.9).
+
+ptxas runs with -v; its resource report (registers, stack frame, spills) is
+kept, so that builds can be checked for local memory without a GPU.
+
+Occupancy: a kernel without tensor-core instructions is memory-bound in
+practice, and how many bytes an SM keeps in flight grows with the blocks it
+holds. When ptxas's register count leaves room for one block fewer than a
+slightly lower count would, the PTX is assembled again under that cap, and the
+result kept only if nothing spills. The cap is a `.maxnreg` directive on the
+kernel: ptxas ignores `-maxrregcount` for an entry that has `.maxntid`, which
+every kernel here has.
+
+Spills: left to itself, ptxas gave some kernels that cannot fit their registers
+(a 256x128 f32 accumulator on 4 warps, sm_80) 32 or 64 registers and spilled
+several times more than it does with all it may use (32 registers and 7576 bytes
+of spill stores against 255 and 1140). A kernel that spills is assembled again
+with `.maxnreg` at the most a thread may have, and the build that spills less is kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import tempfile
+
+from ...frontend.errors import CompilationError
+
+
+def ptxas_path() -> str:
+    import triton
+
+    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+
+
+REGISTERS_PER_SM, THREADS_PER_SM, BLOCKS_PER_SM, REGISTERS_PER_THREAD = 65536, 2048, 32, 255
+
+
+def _ptxas(ptx: str, target: str, extra: list[str]) -> tuple[bytes, str]:
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([ptxas_path(), f"-arch={target}", "-O3", "-v", *extra, src, "-o", out], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CompilationError(f"ptxas failed for {target}:\n{r.stderr.strip()}")
+        with open(out, "rb") as f:
+            return f.read(), r.stderr
+
+
+def blocks_per_sm(registers: int, threads: int) -> int:
+    """Resident blocks an SM allows by registers (allocated per warp, 8 per thread at a time) and threads."""
+    per_thread = -(-max(registers, 1) // 8) * 8
+    return min(REGISTERS_PER_SM // (threads * per_thread), THREADS_PER_SM // threads, BLOCKS_PER_SM)
+
+
+def occupancy_cap(registers: int, threads: int) -> int | None:
+    """The register cap that fits one more block per SM, if there is one worth trying."""
+    blocks = blocks_per_sm(registers, threads)
+    if blocks >= min(THREADS_PER_SM // threads, BLOCKS_PER_SM):
+        return None
+    cap = REGISTERS_PER_SM // ((blocks + 1) * threads) // 8 * 8
+    return cap if cap >= 24 and cap >= registers * 3 // 4 else None  # far below: it would only spill
+
+
+def with_register_cap(ptx: str, cap: int) -> str:
+    """The PTX with `.maxnreg cap` after the kernel's `.maxntid`."""
+    return re.sub(r"^(\.maxntid [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {cap}", ptx, count=1, flags=re.M)
+
+
+def _spill_bytes(log: str) -> int:
+    return sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log))
+
+
+@functools.lru_cache(maxsize=64)
+def assemble(ptx: str, target: str) -> tuple[bytes, str]:
+    """(cubin, ptxas -v report) for one PTX text."""
+    cubin, log = _ptxas(ptx, target, [])
+    threads = re.search(r"\.maxntid (\d+)", ptx)
+    used = re.search(r"Used (\d+) registers", log)
+    if threads is None or used is None:
+        return cubin, log
+    most = min(REGISTERS_PER_THREAD, REGISTERS_PER_SM // int(threads.group(1)) // 8 * 8)
+    if _spill_bytes(log) and int(used.group(1)) < most and ".maxnreg" not in ptx:
+        roomy, roomy_log = _ptxas(with_register_cap(ptx, most), target, [])
+        if _spill_bytes(roomy_log) < _spill_bytes(log):
+            return roomy, roomy_log + f"\ntile: register cap {most}, as ptxas spilled at {used.group(1)} registers\n"
+    if re.search(r"\b(mma|wgmma)\.", ptx):
+        return cubin, log
+    cap = occupancy_cap(int(used.group(1)), int(threads.group(1)))
+    if cap is None:
+        return cubin, log
+    capped, capped_log = _ptxas(with_register_cap(ptx, cap), target, [])
+    if re.search(r"[1-9]\d* bytes (spill|stack)", capped_log):
+        return cubin, log
+    return capped, capped_log + f"\ntile: register cap {cap} for {blocks_per_sm(cap, int(threads.group(1)))} blocks per SM\n"
+
+
+def ptx_to_cubin(ptx: str, target: str) -> bytes:
+    return assemble(ptx, target)[0]
