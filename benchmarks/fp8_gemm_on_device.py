@@ -11,7 +11,8 @@ OUT is set.
     python3 benchmarks/fp8_gemm_on_device.py --compile-only   # CPU machine: fills the sm_90a cache
     python3 benchmarks/fp8_gemm_on_device.py                  # a GPU
 
-or through the device scripts: `bash benchmarks/checks_for_device.sh fp8_gemm_on_device` here, then
+Run from the repository root (the dot checks' kernels are imported from tests/), or through the
+device scripts: `bash benchmarks/checks_for_device.sh fp8_gemm_on_device` here, then
 `bash benchmarks/checks_on_device.sh fp8_gemm_on_device` on the GPU machine (carry .device).
 """
 
@@ -71,7 +72,7 @@ def dot_checks(compile_only: bool) -> dict:
     (loaded N x K, tutorial 03's form), transposed in the kernel outside a loop; e4m3, e5m2, mixed."""
     import torch
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    sys.path.insert(0, os.path.join(os.getcwd(), "tests"))  # (the repository's: a device snapshot has no tests/)
     import test_fp8_dot as t
 
     dev = "meta" if compile_only else "cuda"
