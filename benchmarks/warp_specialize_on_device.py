@@ -49,8 +49,8 @@ CASES = {
     "attention bf16 4x32x4096x128": ("attention", "bfloat16", (4, 32, 4096, 128),
                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)),
     # rows_attention_kernel: the keys by TMA, the KV loop split (two dots a slot)
-    "rows attention bf16 4x32x4096x128 128x64/4w/3s": ("rows_attention", "bfloat16", (4, 32, 4096, 128),
-                                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)),
+    "rows attention bf16 4x32x4096x128 128x64/8w/3s": ("rows_attention", "bfloat16", (4, 32, 4096, 128),
+                                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)),
     "rows attention bf16 4x32x4096x64 128x128/8w/2s": ("rows_attention", "bfloat16", (4, 32, 4096, 64),
                                                       dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=2)),
     # Triton's tutorial 06 forward (examples/triton_tutorials), K and V through tensor descriptors: its KV loop
