@@ -247,6 +247,8 @@ def run_case(name: str, compile_only: bool, launches: int) -> dict:
             "skipped": meta.get("warp_specialize_skipped", [])}
     entry["warnings"] = [str(w.message) for w in said]
     if compile_only:
+        for run, _ in variants.values():  # the launches themselves (TILE_COMPILE_ONLY: compiled, not run)
+            run(*args)
         return entry
     want = _reference(kernel, args)
     entry["checks"], ok = {}, True
