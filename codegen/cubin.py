@@ -92,6 +92,25 @@ def one_block_registers(ptx: str) -> str | None:
     return re.sub(r"^\.maxnreg \d+$", f".maxnreg {launch}", ptx, flags=re.M)
 
 
+def _warp_specialized(cubin: bytes, log: str, ptx: str, target: str) -> tuple[bytes, str]:
+    """A warp-specialized kernel's build: where its consumers spill, the split of one block an
+    SM if that spills less. Its registers at launch must be the `.maxnreg` its split assumes:
+    with fewer, what the producer's `setmaxnreg.dec` frees would not cover the consumers'
+    `setmaxnreg.inc`, which would wait forever."""
+    roomier = one_block_registers(ptx) if _spill_bytes(log) else None
+    if roomier is not None:
+        roomy, roomy_log = _ptxas(roomier, target, [])
+        if _spill_bytes(roomy_log) < _spill_bytes(log):
+            note = "\ntile: the warp-specialized split of one block an SM (240 for the consumers), as they spilled\n"
+            cubin, log, ptx = roomy, roomy_log + note, roomier
+    used, want = re.search(r"Used (\d+) registers", log), re.search(r"^\.maxnreg (\d+)$", ptx, flags=re.M)
+    if used is None or want is None or used.group(1) != want.group(1):
+        raise CompilationError(f"ptxas gave a warp-specialized kernel {used and used.group(1)} registers a thread, not "
+                               f"the {want and want.group(1)} its setmaxnreg split assumes (setmaxnreg.inc could wait "
+                               "forever): an internal error of tile-warp-specialize")
+    return cubin, log
+
+
 def _spill_bytes(log: str) -> int:
     return sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log))
 
@@ -104,12 +123,9 @@ def assemble(ptx: str, target: str) -> tuple[bytes, str]:
     used = re.search(r"Used (\d+) registers", log)
     if threads is None or used is None:
         return cubin, log
+    if "setmaxnreg" in ptx:  # warp-specialized: its register split is its own (`.maxnreg`), no cap applies
+        return _warp_specialized(cubin, log, ptx, target)
     most = min(REGISTERS_PER_THREAD, REGISTERS_PER_SM // int(threads.group(1)) // 8 * 8)
-    roomier = one_block_registers(ptx) if _spill_bytes(log) else None
-    if roomier is not None:  # a warp-specialized kernel whose consumers spill: one block an SM, more registers each
-        roomy, roomy_log = _ptxas(roomier, target, [])
-        if _spill_bytes(roomy_log) < _spill_bytes(log):
-            return roomy, roomy_log + "\ntile: the warp-specialized split of one block an SM (240 for the consumers), as they spilled\n"
     if _spill_bytes(log) and int(used.group(1)) < most and ".maxnreg" not in ptx:
         roomy, roomy_log = _ptxas(with_register_cap(ptx, most), target, [])
         if _spill_bytes(roomy_log) < _spill_bytes(log):

@@ -243,3 +243,21 @@ def test_triton_tutorial_06_forward_split(gpu_target):
         launcher = kernel.compile(*args, **dict(meta, warp_specialize=True))
     assert launcher.metadata["num_threads"] == 256 and "setmaxnreg.inc.sync.aligned.u32 \t216;" in launcher.asm["ptx"]
     assert launcher.metadata["ptxas"]["registers"] == 144  # (the cubin's split: 240 for the consumers, 40 the producer)
+
+
+def test_register_split_is_checked(gpu_target, monkeypatch):
+    """One block an SM's split rewrites the three numbers of the PTX; a build whose registers at
+    launch are not the split's `.maxnreg` (the consumers' setmaxnreg.inc would wait forever for
+    registers nobody frees) is a CompilationError, not a hang."""
+    from tile.codegen import cubin
+
+    gpu_target("sm_90a")
+    ptx = _matmul_launcher().asm["ptx"]
+    roomier = cubin.one_block_registers(ptx)
+    assert ".maxnreg 144" in roomier and "setmaxnreg.inc.sync.aligned.u32 \t240;" in roomier
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in roomier
+    assert cubin.one_block_registers(roomier) is None
+    assert cubin.one_block_registers(_matmul_launcher(WARP_SPECIALIZE=False).asm["ptx"]) is None
+    monkeypatch.setattr(cubin, "_ptxas", lambda ptx, target, extra: (b"", "ptxas info    : Used 96 registers"))
+    with pytest.raises(tile.CompilationError, match="96 registers a thread, not the 128"):
+        cubin.assemble(ptx + "\n", "sm_90a")
