@@ -8,9 +8,9 @@ to (a memref is allocated ptr, aligned ptr, offset, sizes..., strides...).
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 import re
+import time
 
 from mlir import ir
 
@@ -18,26 +18,11 @@ from ..dialects import make_context
 from ..dialects.layout import BLOCK_SHARED, Mma
 from ..frontend.emitter import emit_kernel
 from ..frontend.names import namespace
-from ..frontend.errors import CompilationError, TileError, def_line
+from ..frontend.errors import CompilationError, def_line
 from ..frontend.parser import parse_function
 from ..passes.walk import collect
-from ..runtime.toolchain import PINS
 from .compiler import run_stages
-from .distributed_dot import k_step
-
-_checked_toolchain = False
-
-
-def check_toolchain():
-    global _checked_toolchain
-    if _checked_toolchain:
-        return
-    for pkg, want in PINS.items():
-        have = importlib.metadata.version(pkg)
-        if have != want:
-            raise TileError(f"{pkg} {have} is installed but tile is pinned to {want} (pyproject.toml)")
-    _checked_toolchain = True
-
+from .gpu.distributed_dot import k_step
 
 def expected_abi(signature) -> list[dict]:
     """What each runtime argument expands to, in order, at the LLVM level."""
@@ -118,9 +103,10 @@ def _tensor_core_dots(module, num_warps: int) -> bool:
 
 
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits=()):
-    check_toolchain()
+    began = time.perf_counter()
     if getattr(kernel, "_parsed", None) is None:
         kernel._parsed = parse_function(kernel.fn)
+    parsed = time.perf_counter()
     ctx = make_context()
     with ctx, ir.Location.unknown():
         # device_assert: checked on the CPU target; on a GPU with TILE_DEBUG=1 or @tile.jit(debug=True)
@@ -134,6 +120,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
                 if collect(module.operation, [op]):
                     raise CompilationError(f"{kernel.name}: {what} is not supported on a GPU in a kernel whose dot "
                                            "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")
+    emitted = time.perf_counter()
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx, edits)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
@@ -149,6 +136,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
         "pipeline": compiled.pipeline,
         # (tile-warp-specialize's reasons for the loops that asked and kept their code: the launcher warns)
         "warp_specialize_skipped": re.findall(r'tile.warp_specialize_skipped = "([^"]*)"', compiled.stages.get("tile-opt", "")),
+        # wall seconds: parse (0 when this process parsed the kernel before), emit, then each stage
+        "compile_seconds": {"parse": parsed - began, "emit": emitted - parsed, **compiled.seconds},
     }
     need, limit = compiled.metadata["shared_bytes"], BLOCK_SHARED.get(target)
     if limit is not None and need > limit:
@@ -157,7 +146,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
                                f"{limit} a {target} block can have: use smaller tiles or fewer stages",
                                inspect.getsourcefile(kernel.fn), first + at, 1, lines[at])
     if target != "cpu":
-        from .cubin import assemble
+        from .backend.cubin import assemble
 
         compiled.metadata["ptxas"] = _ptxas_summary(assemble(compiled.stages["ptx"], target)[1])
     artifact = compiled.stages["cubin"] if target != "cpu" else final.encode()

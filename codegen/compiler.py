@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -47,6 +48,7 @@ class Compiled:
     metadata: dict = field(default_factory=dict)
     codegen: str = "distributed"
     pipeline: str = ""  # the pass stages that ran, as `tile.Pipeline.text()` shows them
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of each stage (benchmarks/compile_time.py)
 
     def stage_files(self) -> list[tuple[str, str | bytes]]:
         """(file name, text) of every stage this run produced, e.g. `stage-ptx.ptx`."""
@@ -55,19 +57,19 @@ class Compiled:
 
 
 def _llvm_ir(module: ir.Module, options) -> str:
-    from .ptx import gpu_module_to_llvm_ir
+    from .backend.ptx import gpu_module_to_llvm_ir
 
     return gpu_module_to_llvm_ir(module)
 
 
 def _ptx(llvm_ir: str, options) -> str:
-    from .ptx import llvm_ir_to_ptx
+    from .backend.ptx import llvm_ir_to_ptx
 
     return llvm_ir_to_ptx(llvm_ir, options["target"])
 
 
 def _cubin(ptx: str, options) -> bytes:
-    from .cubin import ptx_to_cubin
+    from .backend.cubin import ptx_to_cubin
 
     return ptx_to_cubin(ptx, options["target"])
 
@@ -194,6 +196,7 @@ def _run_all(value, stages, names, start, options, passes, out, dump, keep_dumps
         out.stages[start] = text
         dump(f"stage-{start}", text, stages[first].ext)
         for stage in stages[first + 1 :]:
+            began = time.perf_counter()
             if stage.passes:
                 _run_passes(value, passes[stage.name], dump if keep_dumps else None, stage.name)
                 try:
@@ -204,6 +207,7 @@ def _run_all(value, stages, names, start, options, passes, out, dump, keep_dumps
             else:
                 value = stage.convert(value, options)
                 text = value
+            out.seconds[stage.name] = time.perf_counter() - began
             out.stages[stage.name] = text
             dump(f"stage-{stage.name}", text, stage.ext)
     return out

@@ -15,7 +15,7 @@ from mlir import ir
 from .op_definition import create, define
 
 # A unit attribute on an elementwise `arith`/`math` op: compute it to full precision on a GPU too
-# (a libdevice function, `div_rn`, `sqrt_rn`), not by the fast form `codegen/fast_math.py` gives it.
+# (a libdevice function, `div_rn`, `sqrt_rn`), not by the fast form `codegen/gpu/fast_math.py` gives it.
 ACCURATE = "tile.accurate"
 
 

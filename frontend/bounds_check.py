@@ -16,6 +16,7 @@ from mlir.dialects import arith, memref, scf
 
 from ..dialects import tile_ops
 from . import semantics
+from .builtin_registry import EMITTERS, source_line
 from .dtypes import int1, int32, int64
 from .values import Pointer, Tile
 
@@ -26,9 +27,6 @@ def check(kind: str, pointer: Pointer, offsets: Tile, mask: Tile) -> None:
     """Where ENABLED: fail unless every element of `offsets` that `mask` keeps lies in the storage."""
     if not ENABLED.get():
         return
-    from .builtins import EMITTERS  # (both import this module)
-    from .device_assert import _where
-
     arg, rank = pointer.base, pointer.base.rank
     fields = list(memref.ExtractStridedMetadataOp(arg.value).results)[2:]
     i64 = ir.IntegerType.get_signless(64)
@@ -45,7 +43,7 @@ def check(kind: str, pointer: Pointer, offsets: Tile, mask: Tile) -> None:
     if bad.shape:
         bad = semantics.compare("!=", EMITTERS["max"](semantics.cast(bad, int32), None), 0)
         worst = EMITTERS["max"](worst, None)
-    line = _where()
+    line = source_line()
     op = scf.IfOp(bad.value, [], has_else=False)
     with ir.InsertionPoint(op.then_block):
         tile_ops.print_(worst.value, f"{line}: {kind} of tensor argument '{arg.name}' out of bounds at offset ")

@@ -13,21 +13,12 @@ from mlir.dialects import arith, memref
 from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
-from . import bounds_check, dtypes, semantics
+from . import bounds_check, dtypes, memory_hints, semantics
+from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
 from .values import describe as _describe
-
-EMITTERS = {}
-
-
-def emitter(name):
-    def wrap(fn):
-        EMITTERS[name] = fn
-        return fn
-
-    return wrap
 
 
 def _const_int(v, what: str) -> int:
@@ -364,8 +355,3 @@ def tile_method(t: Tile, name: str):
         return lambda *args, **kwargs: EMITTERS[name](t, *args, **kwargs)
     raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .cast(dtype), .T, .shape, .dtype and "
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")
-
-
-# (they register their emitters)
-from . import (atomics, descriptors, device_assert, hints, math_functions, memory_hints, python_builtins,  # noqa: E402,F401
-               random, reductions, shape_builtins)

@@ -11,25 +11,18 @@ condition is not even evaluated at run time (it is still type-checked).
 from __future__ import annotations
 
 import contextvars
-import re
 
 from mlir import ir
 from mlir.dialects import scf
 
 from ..dialects import tile_ops
 from . import semantics
-from .builtins import EMITTERS, emitter
+from .builtin_registry import EMITTERS, emitter, source_line
 from .dtypes import int1, int32
 from .semantics import SemanticError
 from .values import Tile
 
 ENABLED = contextvars.ContextVar("tile_device_asserts", default=True)
-
-
-def _where() -> str:
-    """file:line of the statement being emitted (its location)."""
-    m = re.match(r'loc\("(.*)":(\d+):\d+\)', str(ir.Location.current))
-    return f"{m.group(1)}:{m.group(2)}" if m else "<kernel>"
 
 
 @emitter("device_assert")
@@ -54,6 +47,6 @@ def _device_assert(cond, msg="", mask=None):
         failed = semantics.compare("==", ok, 0) if ok.dtype != int1 else semantics.logical_not(ok)
     op = scf.IfOp(failed.value, [], has_else=False)
     with ir.InsertionPoint(op.then_block):
-        tile_ops.assert_fail(f"{_where()}: device_assert failed: {msg}" if msg else f"{_where()}: device_assert failed")
+        tile_ops.assert_fail(f"{source_line()}: device_assert failed: {msg}" if msg else f"{source_line()}: device_assert failed")
         scf.YieldOp([])
     return None

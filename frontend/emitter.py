@@ -14,7 +14,9 @@ from mlir import ir
 from mlir.dialects import func, scf
 
 from . import bounds_check, device_assert
-from .builtins import EMITTERS
+from . import (atomics, builtins, descriptors, hints, math_functions, memory_hints, python_builtins,  # noqa: F401
+               random, reductions, shape_builtins)  # (they register their emitters)
+from .builtin_registry import EMITTERS
 from .constexpr import unwrap
 from .control_flow import ControlFlow, Restart
 from .descriptors import host_descriptors

@@ -7,7 +7,7 @@ CPU target's lowering calls libm or an LLVM intrinsic, the GPU's libdevice (`__n
 f32, and integers convert to f32, as `tile.exp` does. The libdevice namespace is full
 precision: its exp, exp2, log, tanh, div_rn and sqrt_rn carry `tile.accurate`, which keeps
 them off the special-function-unit forms `tile.exp`, `tile.tanh` and `/` take on a GPU
-(`codegen/fast_math.py`). libdevice functions that MLIR has no op for are composed:
+(`codegen/gpu/fast_math.py`). libdevice functions that MLIR has no op for are composed:
 `erfinv` (Giles' approximation refined by Newton steps on erf/erfc in f64), `hypot`
 (in f64 for narrower floats, scaled for f64) and `exp10` (`pow(10, x)`).
 """
@@ -46,7 +46,7 @@ _BINARY = {
     "fmin": arith.minnumf, "fmax": arith.maxnumf,  # (C's: a NaN operand gives the other one)
     "div_rn": arith.divf, "pow": mlir_math.powf,
 }
-# The functions a GPU computes by a fast form (`codegen/fast_math.py`) unless marked accurate, as
+# The functions a GPU computes by a fast form (`codegen/gpu/fast_math.py`) unless marked accurate, as
 # libdevice's are; Triton's `tl.math.exp` is fast too. (libdevice's sqrt is sqrt.approx.f32 as
 # `tile.sqrt`, Triton's; sqrt_rn and div_rn are the IEEE ones in both namespaces.)
 _FAST = ("exp", "exp2", "log", "tanh")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from .builtins import _describe
+from .values import describe as _describe
 from .semantics import SemanticError
 
 CACHE_MODIFIERS = {"load": (".ca", ".cg", ".cs", ".cv"), "store": (".wb", ".cg", ".cs", ".wt")}

@@ -2,7 +2,7 @@
 masks, iotas): any thread can compute them at any coordinates, in any layout, without
 reading memory or another thread's registers. `tile-assign-layouts` lets only other
 values decide a shape's layout; the GPU codegen recomputes these wherever a layout
-change needs them (`codegen/register_values.py`).
+change needs them (`codegen/gpu/register_values.py`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A tile loaded before a loop and read only as an operand of the wgmma dots in it
 (attention's Q, read at every K step) would be held in registers, and written to
 shared memory before every wgmma, which reads its operands there (the staged path of
-`codegen/distributed_wgmma.py`). It is copied once into a one-slot ring instead,
+`codegen/gpu/distributed_wgmma.py`). It is copied once into a one-slot ring instead,
 where the dots read it as they read the pipelined operands:
 
     # before

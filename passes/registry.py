@@ -33,8 +33,8 @@ def load_all() -> dict[str, type]:
     so that their decorators run."""
     for package in _PASS_PACKAGES:
         pkg = importlib.import_module(package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"{package}.{info.name}")
+        for info in pkgutil.walk_packages(pkg.__path__, f"{package}."):  # (codegen's subpackages too)
+            importlib.import_module(info.name)
     load_plugins()
     return PASSES
 

@@ -47,7 +47,7 @@ index values, which any thread recomputes; in a kernel with dots only data decid
 a quantized weight's scale row, read where its weights are decoded, not exchanged
 through shared memory twice a step). A reduction along a row then leaves
 each row where the broadcast back reads it, and the codegen picks the registers
-instead of going through shared memory (`codegen/held_registers.py`). Where the
+instead of going through shared memory (`codegen/gpu/held_registers.py`). Where the
 default layout spreads a row over part of a warp (128 16-bit columns: 16 lanes of
 8), whose rows a 1-D layout cannot name, the shape takes a row a warp instead
 (`_row_broadcast_shapes`), trading 16-byte vectors for 8-byte ones.

@@ -10,7 +10,7 @@ writes its registers into shared memory, laid out as the tensor map's boxes,
 and one thread hands the boxes to the TMA unit, which writes them to global
 memory while the program goes on (the next output tile's K loop, in a
 persistent kernel), clipping at the tensor's bounds; no thread issues a global
-store or waits for one (`codegen/distributed_tma.py`).
+store or waits for one (`codegen/gpu/distributed_tma.py`).
 
     # before (after tile-assign-layouts)
     %v = "tile.convert_layout"(%acc) : (tensor<128x256xbf16, #tile.wgmma<[2, 1]>>) -> tensor<128x256xbf16, #blocked>
@@ -78,7 +78,7 @@ def _free_slots(store, t, panel) -> tuple | None:
     body, fill slots s0 .. s0 + ahead - 1 (mod the stages); the other stages - ahead slots
     held the K loop's last iterations, whose dots are done: free until the next K loop
     issues its copies into them (which first waits for the stores to have read them,
-    `codegen/distributed_tma.py`)."""
+    `codegen/gpu/distributed_tma.py`)."""
     copies, freed = [], set()
     for op in _block_before(store):
         if op.name == "scf.for":  # only copies after the K loop: the next tile's, not this one's prologue

@@ -78,7 +78,7 @@ def register_plan(consumer_warps: int, producer: int = 40, blocks: int | None = 
     waits for registers nobody frees. By default one consumer warpgroup keeps two blocks an SM
     possible (128 at launch, 216 for the consumers); more take the SM's registers for one block
     (CUTLASS's 168/232/40 for two). `blocks=1`: the SM's registers for one block
-    (`codegen/cubin.py` assembles a kernel so that spills at the default)."""
+    (`codegen/backend/cubin.py` assembles a kernel so that spills at the default)."""
     groups = consumer_warps // 4
     threads = (consumer_warps + PRODUCER_WARPS) * 32
     blocks = blocks or (2 if groups == 1 else 1)

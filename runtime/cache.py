@@ -32,7 +32,7 @@ import warnings
 from ..frontend.errors import CompilationError, SpillWarning, WarpSpecializeWarning, def_line, source_of
 from ..frontend.names import captured, described
 from ..frontend.paths import cache_dir, remove, share
-from .toolchain import TOOLCHAIN
+from .toolchain import TOOLCHAIN, check_toolchain
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COMPILER_DIRS = ("frontend", "dialects", "passes", "codegen")
@@ -44,12 +44,13 @@ def compiler_digest() -> str:
     if _compiler_digest is None:
         h = hashlib.sha256()
         for d in _COMPILER_DIRS:
-            folder = os.path.join(_ROOT, d)
-            for name in sorted(os.listdir(folder)):
-                if name.endswith((".py", ".lark")):
-                    h.update(name.encode())
-                    with open(os.path.join(folder, name), "rb") as f:
-                        h.update(f.read())
+            for folder, subdirs, names in os.walk(os.path.join(_ROOT, d)):  # (subpackages too: codegen/gpu, ...)
+                subdirs.sort()
+                for name in sorted(names):
+                    if name.endswith((".py", ".lark")):
+                        h.update(os.path.relpath(os.path.join(folder, name), _ROOT).encode())
+                        with open(os.path.join(folder, name), "rb") as f:
+                            h.update(f.read())
         _compiler_digest = h.hexdigest()
     return _compiler_digest
 
@@ -193,12 +194,20 @@ class StageTexts(collections.abc.Mapping):
         return len(self._files)
 
 
+def compiler_entry():
+    """The compiler's entry point, `codegen.build.build`, imported (MLIR, lark, llvmlite) on a
+    first cache miss."""
+    from ..codegen.build import build
+
+    return build
+
+
 def _compiler(kernel, target: str, options: dict, path: str):
     """The compiler's entry point, imported only on a miss. A host with a cache built
     elsewhere may lack the compiler's packages (MLIR, lark, llvmlite): a launch that is not
     in that cache then says so, naming the kernel, instead of failing on the import."""
     try:
-        from ..codegen.build import build
+        build = compiler_entry()
     except ImportError as e:
         from ..frontend.errors import CompilationError, def_line
 
@@ -240,6 +249,7 @@ def _build(kernel, signature, target: str, options: dict, path: str, key: str, w
     """Compile, and write the entry and the dumps (those of a failed build too)."""
     build = _compiler(kernel, target, options, path)
     try:
+        check_toolchain()
         compiled, artifact = build(kernel, signature, target, options, keep_dumps=want_dumps, edits=edits)
     except Exception as e:
         _write_dumps(getattr(e, "dumps", ()), kernel.name, key)

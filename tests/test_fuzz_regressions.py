@@ -33,7 +33,7 @@ def test_unlowered_ops_raise_before_translation():
     """An op the nvvm stage left behind is named (MLIR's translation crashes on it)."""
     from mlir import ir
 
-    from tile.codegen.ptx import gpu_module_to_llvm_ir
+    from tile.codegen.backend.ptx import gpu_module_to_llvm_ir
     from tile.dialects import make_context
 
     with make_context(), ir.Location.unknown():
@@ -411,7 +411,7 @@ def test_bool_tiles_of_several_elements_a_thread(target, gpu_target):
 def test_a_pass_bug_is_a_compilation_error(monkeypatch, tmp_path):
     """A Python exception inside a pass (an AttributeError in convert-tile-to-gpu, found by
     fuzzing) escaped the launch as itself; it is now a CompilationError naming the kernel."""
-    from tile.codegen.tile_cpu_grid import TileCpuGrid
+    from tile.codegen.cpu.tile_cpu_grid import TileCpuGrid
 
     def broken(self, module_op):
         raise AttributeError("'NoneType' object has no attribute 'width'")

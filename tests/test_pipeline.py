@@ -210,7 +210,7 @@ def test_division_and_masks_are_cheap(monkeypatch):
     (80, 256, 3, 64),
 ])
 def test_occupancy_cap(registers, threads, blocks, cap):
-    from tile.codegen.cubin import blocks_per_sm, occupancy_cap
+    from tile.codegen.backend.cubin import blocks_per_sm, occupancy_cap
 
     assert blocks_per_sm(registers, threads) == blocks
     assert occupancy_cap(registers, threads) == cap
@@ -255,7 +255,7 @@ def test_row_accesses_share_one_address(monkeypatch):
 def test_row_statistics_stay_in_registers(kernel, monkeypatch):
     """16 short rows a program as a 16 x 256 tile (the rows kernels): each row's statistics
     are reduced along the lanes and read back along the row from the registers that reduced
-    them (slice layouts, codegen/held_registers.py), and so are layer norm's weights: no
+    them (slice layouts, codegen/gpu/held_registers.py), and so are layer norm's weights: no
     shared memory and no barrier, 16-byte global accesses, no spills."""
     import fused_softmax
     import layer_norm

@@ -9,7 +9,7 @@ import pytest
 from mlir import ir
 from mlir.dialects import arith
 
-from tile.codegen.distributed_async_copy import Ring
+from tile.codegen.gpu.distributed_async_copy import Ring
 from tile.dialects.layout import element_bits
 
 _OPS = {"arith.addi": int.__add__, "arith.muli": int.__mul__, "arith.shrui": int.__rshift__,

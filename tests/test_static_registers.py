@@ -1,11 +1,11 @@
-"""The compile-time model of i32 tile arithmetic (codegen/static_registers.py) against
+"""The compile-time model of i32 tile arithmetic (codegen/gpu/static_registers.py) against
 torch's int32 ops: a wrong model would make tile.gather read the wrong elements."""
 
 import numpy as np
 import pytest
 import torch
 
-from tile.codegen.static_registers import _BINARY, constant_offset_groups, repeats, vector_reads
+from tile.codegen.gpu.static_registers import _BINARY, constant_offset_groups, repeats, vector_reads
 
 A = np.array([-(2 ** 31), -70000, -7, -1, 0, 1, 6, 7, 9, 65537, 2 ** 31 - 1], dtype=np.int64)
 B = np.array([3, -3, 7, 1024, -1, 5, 2, 3, -8, 2 ** 16, 2 ** 31 - 1], dtype=np.int64)
@@ -61,8 +61,8 @@ def test_constant_offset_groups():
 def test_tensor_core_coordinates_cover_the_tile_once(layout, shape, warps):
     """thread_coords of an mma or wgmma accumulator (the model the epilogue's row chunks are
     chosen by) puts every element of the tile in exactly one register of one thread."""
-    from tile.codegen.distributed_layout import MmaDistribution, WgmmaDistribution
-    from tile.codegen.static_registers import thread_coords
+    from tile.codegen.gpu.distributed_layout import MmaDistribution, WgmmaDistribution
+    from tile.codegen.gpu.static_registers import thread_coords
     from tile.dialects.layout import Mma, Wgmma
 
     kind, dist = (Wgmma, WgmmaDistribution) if layout == "wgmma" else (Mma, MmaDistribution)
@@ -80,8 +80,8 @@ def test_epilogue_row_chunks_split_both_layouts():
     room for 32 rows no pair of bits does (bit 4 is the wgmma warp's)."""
     from types import SimpleNamespace
 
-    from tile.codegen.distributed_convert import chunks_of
-    from tile.codegen.distributed_layout import Distribution, WgmmaDistribution
+    from tile.codegen.gpu.distributed_convert import chunks_of
+    from tile.codegen.gpu.distributed_layout import Distribution, WgmmaDistribution
     from tile.dialects.layout import Blocked, Wgmma
 
     shape = (128, 256)

@@ -249,7 +249,7 @@ def test_register_split_is_checked(gpu_target, monkeypatch):
     """One block an SM's split rewrites the three numbers of the PTX; a build whose registers at
     launch are not the split's `.maxnreg` (the consumers' setmaxnreg.inc would wait forever for
     registers nobody frees) is a CompilationError, not a hang."""
-    from tile.codegen import cubin
+    from tile.codegen.backend import cubin
 
     gpu_target("sm_90a")
     ptx = _matmul_launcher().asm["ptx"]

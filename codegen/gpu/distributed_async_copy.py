@@ -1,0 +1,261 @@
+"""Shared-memory rings and async copies (methods of the GPU `Translator`), the
+lowering of what `tile-pipeline` makes: `tile.local_alloc`, `tile.async_copy`,
+`tile.async_commit`, `tile.async_wait`, `tile.local_load`.
+
+A ring is `stages` row-major tiles in the dynamic shared memory, placed after
+everything the kernel used before it and kept for the rest of the kernel
+(later exchanges go above it, see `Translator.scratch`). Each tile is
+XOR-swizzled in 16-byte units (`SharedTile`), so that the 16-byte `cp.async`
+writes of a quarter warp and the eight row reads of each `ldmatrix` 8x8 matrix
+hit eight different bank groups.
+
+- `tile.async_copy`: each thread copies its own registers' elements of the tile
+  (the offsets' layout): runs of contiguous, aligned elements that axis info
+  proves are one `nvgpu.device_async_copy` (`cp.async`, 16 bytes with
+  `.cg`: L1 bypassed), its source size 0 where the run's mask is false (the
+  hardware fills zeros); anything else is a guarded scalar load and shared
+  store, visible after the next wait's barrier.
+- `tile.async_commit`: `nvgpu.device_async_create_group` (`cp.async.commit_group`).
+- `tile.async_wait`: `cp.async.wait_group N`, in a kernel with wgmma a
+  `fence.proxy.async` (its operands are read through the async proxy), then a
+  barrier (upstream's
+  `nvgpu.device_async_wait` wants a token of the group, which does not
+  dominate a wait in the next loop iteration or after the loop).
+- `tile.local_load`: see `distributed_convert.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, nvgpu, nvvm
+
+from ...dialects.layout import element_bits as bits
+from ...dialects.layout import shared_panel
+from ..common.ir_builders import const_index, flat_view, if_else, to_index
+from .distributed_memory import _base_aligned, run_width
+from .register_vectors import elements, from_elements, i32
+from .static_registers import thread_coords
+
+
+@dataclass
+class SharedTile:
+    """A rows x cols tile at element `base` of the 1-D shared memref `buf`.
+
+    Rows wider than 128 bytes are cut into panels of 128 bytes, stored one
+    after the other (all rows of panel 0, then of panel 1, ...), the layout
+    wgmma reads. Within a panel the 16-byte units of a row are XOR-swizzled by
+    the row: unit' = unit ^ ((row / per_phase) % max_phase), where a 128-byte
+    line holds per_phase rows (Triton's scheme, and the hardware's 128-, 64- and
+    32-byte swizzles when the tile starts on a 1024-byte boundary)."""
+
+    buf: ir.Value
+    base: ir.Value  # i32, in elements
+    rows: int
+    cols: int
+    elem: ir.Type
+    transposed: bool = False  # holds the transpose of the tile it stands for (`tile.local_load`)
+
+    @property
+    def unit(self) -> int:  # elements per 16 bytes
+        return 128 // bits(self.elem)
+
+    @property
+    def panel(self) -> int:
+        """Columns per panel."""
+        return shared_panel(self.rows, self.cols, bits(self.elem))[0]
+
+    @property
+    def swizzle_bytes(self) -> int:
+        """The hardware swizzle of the panels: 128, 64 or 32 bytes (0: none)."""
+        return shared_panel(self.rows, self.cols, bits(self.elem))[1]
+
+    @property
+    def swizzled(self) -> bool:
+        return self.swizzle_bytes > 0
+
+    @property
+    def phases(self) -> tuple[int, int]:
+        units = self.panel // self.unit
+        return max(1, 8 // units), min(units, 8)  # per_phase, max_phase (their product is 8)
+
+    def phase(self, row):
+        """The XOR phase of a row (i32); rows 8 apart share it."""
+        per, most = self.phases
+        return arith.andi(arith.shrui(row, i32(per.bit_length() - 1)), i32(most - 1))
+
+    def offset(self, row, col, phase=None):
+        """Element index in `buf` of (row, col), both i32; `phase` may be given (see `phase`)."""
+        lin = arith.addi(self.base, arith.muli(row, i32(self.panel)))
+        if self.panel < self.cols:
+            shift = self.panel.bit_length() - 1
+            lin = arith.addi(lin, arith.muli(arith.shrui(col, i32(shift)), i32(self.rows * self.panel)))
+            col = arith.andi(col, i32(self.panel - 1))
+        if not self.swizzled:
+            return arith.addi(lin, col)
+        shift = self.unit.bit_length() - 1
+        unit = arith.xori(arith.shrui(col, i32(shift)), self.phase(row) if phase is None else phase)
+        swz = arith.ori(arith.shli(unit, i32(shift)), arith.andi(col, i32(self.unit - 1)))
+        return arith.addi(lin, swz)
+
+
+@dataclass
+class Ring:
+    buf: ir.Value
+    stages: int
+    rows: int
+    cols: int
+    elem: ir.Type
+    byte_base: int  # where `buf` starts in the dynamic shared memory
+
+    @property
+    def slot_bytes(self) -> int:
+        return self.rows * self.cols * bits(self.elem) // 8
+
+    def slot(self, s) -> SharedTile:
+        return SharedTile(self.buf, arith.muli(s, i32(self.rows * self.cols)), self.rows, self.cols, self.elem)
+
+
+def shared_buffer(self, elem, count: int, align: int = 1024):
+    """`count` elements of shared memory reserved until freed (`tile.local_dealloc`): above
+    the buffers still live (a second loop's rings where the first loop's were), after a
+    barrier if scratch there was used since (a thread may still be reading it); later
+    scratch goes above it. 1024-byte aligned, the period of the 128-byte swizzle (the
+    shared memory itself is aligned so, see `align-dynamic-shared`). Returns the view and
+    its byte offset."""
+    if self.scratch_bytes > self.scratch_base:
+        gpu.barrier()
+    start = -(-self.scratch_base // align) * align  # where `scratch` puts it
+    view = self.scratch(elem, count, align)
+    self.scratch_base = self.live_buffers[start] = start + count * bits(elem) // 8
+    return view, start
+
+
+def op_tile_local_alloc(self, op):
+    t = ir.MemRefType(op.results[0].type)
+    stages, rows, cols = t.shape
+    buf, byte_base = shared_buffer(self, t.element_type, stages * rows * cols)
+    self.map[op.results[0]] = Ring(buf, stages, rows, cols, t.element_type, byte_base)
+
+
+def op_tile_local_dealloc(self, op):
+    """Scratch may use the ring's memory from here on: above the buffers still live."""
+    self.live_buffers.pop(self.map[op.operands[0]].byte_base, None)
+    gpu.barrier()  # every thread is done with the ring (the dots' reads included)
+    self.scratch_base = max(self.live_buffers.values(), default=0)
+
+
+def chunk_width(self, dist, offsets, mask, elem, aligned: bool) -> int:
+    """Elements per copy when the tile's copies are cut into chunks of their own instead of
+    following the registers' layout (`_chunked_copy`): `run_width` unbounded by the layout
+    (up to 16 bytes and a divisor of the row); 1 if the offsets or mask are not recomputable
+    at other coordinates."""
+    if not all(self.rematerializable(v) for v in (offsets, mask)):
+        return 1
+    width = run_width(self, dist, offsets, mask, elem, aligned, limit=dist.shape[-1])
+    while dist.shape[-1] % width:
+        width //= 2
+    return width
+
+
+def _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v: int) -> None:
+    """The tile copied in row-major chunks of v elements, chunk c by thread c mod T (T
+    threads), whatever the layout its readers hold it in: a slot is read only after the
+    group's wait and barrier, so which thread copies what is free. Where the layout gave
+    each thread runs narrower than the chunks: fewer, wider `cp.async` (the INT4 example's
+    64 x 128 bytes of weights: 16-byte copies, not 4-byte ones), or any at all (its 1 x 128
+    bf16 rows of scales on 256 threads, 2 bytes a thread, had gone through registers: a
+    global load the loop waited for every iteration)."""
+    chunks = math.prod(dist.shape) // v
+    per_row = dist.shape[-1] // v
+    for first in range(0, chunks, self.threads):
+        c = arith.addi(self.tid, i32(first)) if first else self.tid
+        if first + self.threads > chunks:  # the last round: threads past the end copy a chunk again, the
+            c = arith.remui(c, i32(chunks))  # same bytes to the same place (a guard would hide the copy's token)
+        row, col = arith.divui(c, i32(per_row)), arith.muli(arith.remui(c, i32(per_row)), i32(v))
+        coords = [from_elements([x], ir.IntegerType.get_signless(32)) for x in ([row, col] if dist.rank == 2 else [col])]
+        off, ok = (elements(self.eval_at(t, coords, 1), 1)[0] for t in (offsets, mask))
+        size = arith.select(ok, const_index(v), const_index(0))
+        dst = to_index(tile.offset(row if dist.rank == 2 else i32(0), col))
+        self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(
+            tile.buf, [dst], flat, [to_index(off)], ir.IntegerAttr.get(ir.IndexType.get(), v), srcElements=size,
+            bypassL1=ir.UnitAttr.get() if v * bits(elem) == 128 else None).result)
+
+
+def op_tile_async_copy(self, op):
+    ring_v, slot, base, offsets, mask = op.operands
+    ring = self.map[ring_v]
+    elem = ring.elem
+    tile = ring.slot(self.value(slot))
+    flat = flat_view(self.value(base))
+    dist = self.dist(offsets)
+    n = dist.num_registers
+    aligned = _base_aligned(self, base)
+    w = min(run_width(self, dist, offsets, mask, elem, aligned), tile.unit)
+    if w < tile.unit:  # narrower than 16 bytes in the readers' layout: wider chunks of its own, if proven
+        v = chunk_width(self, dist, offsets, mask, elem, aligned)  # (16 bytes at most: a slot's unit)
+        if v > w and v * bits(elem) >= 32:
+            return _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v)
+    coords = [elements(c, n) for c in self.coords(dist)]
+    rows, cols = slot_coords(coords, n)
+    starts = list(range(0, n, w))
+    offs, masks = _at_run_starts(self, dist, starts, coords, [offsets, mask])
+    zero = arith.ConstantOp(elem, 0 if isinstance(elem, ir.IntegerType) else 0.0).result
+    for r in starts:
+        dst = to_index(tile.offset(rows[r], cols[r]))
+        if w * bits(elem) >= 32:  # cp.async moves 4, 8 or 16 bytes
+            size = arith.select(masks[r], const_index(w), const_index(0))
+            self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(
+                ir.IndexType.get(), w), srcElements=size, bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result)
+            continue
+        v = if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda: zero)
+        memref.StoreOp(v, tile.buf, [dst])
+
+
+def slot_coords(coords: list, n: int) -> tuple:
+    """(rows, cols) in a ring slot of each of n registers, from a tile's per-dim coordinates
+    (elements): a 1-D tile is row 0 of its slot."""
+    return (coords[0], coords[1]) if len(coords) == 2 else ([i32(0)] * n, coords[0])
+
+
+def _at_run_starts(self, dist, starts: list[int], coords: tuple, tiles: list) -> list[dict]:
+    """Each tile's value at the first register of each run ({register: value}): where the
+    tile is recomputable (offsets and masks made of aranges and splats), evaluated there
+    only, for the copies are made a run at a time; an i1 mask made for every register
+    (and replicated along each run) costs bit packing and unpacking in the PTX, about
+    a hundred instructions a K step for attention's K and V. `coords`: per dim, the
+    coordinates of every register (elements)."""
+    out, at = [], None
+    for v in tiles:
+        if len(starts) < dist.num_registers and self.rematerializable(v):
+            if at is None:
+                at = [from_elements([c[r] for r in starts], ir.IntegerType.get_signless(32)) for c in coords]
+                static = [c[:, starts] for c in thread_coords(dist, self.threads)]
+            got = elements(self.eval_at(v, at, len(starts), static), len(starts))
+            out.append(dict(zip(starts, got)))
+        else:
+            out.append(dict(enumerate(elements(self.value(v), dist.num_registers))))
+    return out
+
+
+def op_tile_async_commit(self, op):
+    if self.async_tokens:
+        nvgpu.DeviceAsyncCreateGroupOp(self.async_tokens)
+    else:
+        nvvm.CpAsyncCommitGroupOp()
+    self.async_tokens = []
+
+
+def op_tile_async_wait(self, op):
+    nvvm.CpAsyncWaitGroupOp(ir.IntegerAttr(op.attributes["pending"]).value)
+    shared_writes_done(self)
+
+
+def shared_writes_done(self):
+    """A barrier after this thread's shared-memory writes; first a proxy fence if
+    wgmma (the async proxy) is to read them."""
+    if self.has_wgmma:
+        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+    gpu.barrier()

@@ -1,0 +1,197 @@
+"""`tile.dot` on tensor cores with `mma.sync.m16n8k16` (a method of the GPU `Translator`);
+an accumulator in the `#tile.wgmma` layout goes to `distributed_wgmma.py` instead.
+
+The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): warp
+(wm, wn) owns a block of 16 x 8 fragments. Both operands are read from shared
+memory with `nvgpu.ldmatrix` (A: x4 per 16 x 16 fragment; B, row-major K x N:
+`.trans` x4 for two 16 x 8 fragments; from a slot that holds the operand's
+transpose, `tile-pipeline`'s for a column-major block, the same with `.trans`
+the other way round), then one `nvgpu.mma.sync` per fragment
+pair and 16-wide step of K (bf16: the `nvvm.mma.sync` op itself, since
+nvgpu's cannot lower bf16).
+
+An operand that `tile-pipeline` left in a shared ring (`tile.local_load`) is
+read in place; one held in registers is first stored into a swizzled scratch
+tile (`distributed_convert.stage`: vector stores along rows), fenced by barriers.
+
+f32 operands of a tf32 dot take `mma.sync.m16n8k8` instead (`_tf32_dot`).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
+
+from ...dialects.tile_ops import is_tf32
+from ...frontend.errors import TileError
+from ..common.ir_builders import to_index
+from .distributed_async_copy import SharedTile, shared_writes_done
+from .distributed_convert import stage
+from .distributed_layout import MmaDistribution, WgmmaDistribution
+from .distributed_wgmma import registers_a, wgmma_dot
+from .distributed_wgmma import supported as wgmma_supported
+from .register_vectors import elements, from_elements, i32
+from ..common.tf32_rounding import round_to_tf32
+
+
+def k_step(dot) -> int | None:
+    """The K of one mma.sync for this dot's operands (16 for f16/bf16, 8 for f32 as tf32),
+    or None where the tensor cores cannot multiply them (exact f32)."""
+    elem = str(ir.RankedTensorType(dot.operands[0].type).element_type)
+    if is_tf32(dot):
+        return 8
+    return 16 if elem in ("f16", "bf16") else None
+
+
+def _pack(frag, rows: int):
+    """Each row of a fragment (two 16-bit values) as one i32, low half first, as PTX wants."""
+    one = ir.VectorType.get([1], ir.IntegerType.get_signless(32))
+    return [vector.extract(vector.BitCastOp(one, vector.extract(frag, [], [r])).result, [], [0]) for r in range(rows)]
+
+
+def _mma(a_frag, b_frag, acc: list, elem) -> list:
+    """One m16n8k16 step: four f32 accumulators in, four out."""
+    f32 = ir.F32Type.get()
+    if str(elem) == "f16":
+        c = vector.FromElementsOp(ir.VectorType.get([2, 2], f32), acc).result
+        d = nvgpu.MmaSyncOp(c.type, a_frag, b_frag, c, [16, 8, 16]).result
+        return [vector.extract(d, [], [i // 2, i % 2]) for i in range(4)]
+    # bf16: nvgpu.mma.sync cannot lower it, so emit the nvvm op (operands packed in i32).
+    struct = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
+    attrs = {
+        "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"), "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
+        "multiplicandAPtxType": ir.Attribute.parse("#nvvm.mma_type<bf16>"),
+        "multiplicandBPtxType": ir.Attribute.parse("#nvvm.mma_type<bf16>"),
+        "shape": ir.Attribute.parse("#nvvm.shape<m = 16, n = 8, k = 16>"),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 2, 4]),
+    }
+    operands = _pack(a_frag, 4) + _pack(b_frag, 2) + acc
+    d = ir.Operation.create("nvvm.mma.sync", results=[struct], operands=operands, attributes=attrs).result
+    return [llvm.ExtractValueOp(f32, d, [i]).result for i in range(4)]
+
+
+def _ldmatrix(tile: SharedTile, row, col, tiles: int, trans: bool, phase):
+    ty = ir.VectorType.get([tiles, 2], tile.elem)
+    return nvgpu.LdMatrixOp(ty, tile.buf, [to_index(tile.offset(row, col, phase))], trans, tiles).result
+
+
+def op_tile_dot(self, op):
+    a, b, acc = op.operands
+    (M, K), (_, N) = ir.RankedTensorType(a.type).shape, ir.RankedTensorType(b.type).shape
+    elem = ir.RankedTensorType(a.type).element_type
+    f32 = ir.F32Type.get()
+    cd = self.dist(op.results[0])
+    tf32 = is_tf32(op)
+    step = k_step(op)
+    if step is None:
+        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32), not {elem}")
+    if not isinstance(cd, MmaDistribution) or K % step or ir.RankedTensorType(acc.type).element_type != f32:
+        raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of {step}")
+    ta, tb = (self.map.get(v) for v in (a, b))
+    ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
+    a_in_registers = isinstance(cd, WgmmaDistribution) and registers_a(self, op)
+    if (ta is None and not a_in_registers) or tb is None:  # stage the register operands in a swizzled scratch tile
+        need = (0 if ta or a_in_registers else M * K) + (0 if tb else K * N)
+        buf = self.scratch(elem, need, align=1024)  # the 128-byte swizzle's period
+        gpu.barrier()
+        if ta is None and not a_in_registers:
+            ta = SharedTile(buf, i32(0), M, K, elem)
+            stage(self, a, ta)
+        if tb is None:
+            tb = SharedTile(buf, i32(0 if ta is None or ta.buf != buf else M * K), K, N, elem)
+            stage(self, b, tb)
+        shared_writes_done(self)
+    if isinstance(cd, WgmmaDistribution):
+        why = wgmma_supported(ta, tb)
+        if why:
+            raise TileError(f"dot of {M}x{K} by {K}x{N} on wgmma: {why}")
+        return wgmma_dot(self, op, ta, tb)
+
+    (_, wn), (tm, tn), (reps_m, reps_n) = cd.layout.warps, cd.warp_tile, cd.reps
+    warp_m, warp_n = arith.divui(self.warp, i32(wn)), arith.remui(self.warp, i32(wn))
+    if tf32:
+        return _tf32_dot(self, op, ta, tb, arith.muli(warp_m, i32(tm)), arith.muli(warp_n, i32(tn)))
+    # ldmatrix x4: lanes 8j .. 8j+7 give the rows of matrix j; row r_l of the 16-row block,
+    # column c_l (A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15);
+    # B transposed: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)).
+    # A slot that holds the transpose (`transposed`: K x M for A, N x K for B) gives the same
+    # matrices with rows and columns swapped: lane rows r_t = lane % 8 + 8 (lane / 16), columns
+    # c_t = lane & 8, and the `.trans` flag the other way round.
+    r_l = arith.addi(arith.andi(self.lane, i32(7)), arith.andi(self.lane, i32(8)))
+    c_l = arith.muli(arith.shrui(self.lane, i32(4)), i32(8))
+    r_t = arith.addi(arith.andi(self.lane, i32(7)), c_l)
+    c_t = arith.andi(self.lane, i32(8))
+    # Every row offset added to r_l (r_t) is a multiple of 8, so each thread's swizzle phase is fixed.
+    pa, pb = ta.phase(r_t if ta.transposed else r_l), tb.phase(r_t if tb.transposed else r_l)
+    a_row0 = arith.addi(arith.muli(warp_m, i32(tm)), c_t if ta.transposed else r_l)
+    b_col0 = arith.muli(warp_n, i32(tn))
+    regs = elements(self.value(acc), cd.num_registers)
+    two = ir.VectorType.get([2, 2], elem)
+    for ks in range(K // 16):
+        if ta.transposed:
+            a_frags = [_ldmatrix(ta, arith.addi(r_t, i32(ks * 16)), arith.addi(a_row0, i32(rm * 16)), 4, True, pa)
+                       for rm in range(reps_m)]
+        else:
+            a_frags = [_ldmatrix(ta, arith.addi(a_row0, i32(rm * 16)), arith.addi(c_l, i32(ks * 16)), 4, False, pa)
+                       for rm in range(reps_m)]
+        k_row = arith.addi(r_l, i32(ks * 16))
+        for rn in range(0, reps_n, 2):
+            pair = rn + 1 < reps_n
+            if tb.transposed:
+                frag = _ldmatrix(tb, arith.addi(b_col0, arith.addi(r_t, i32(rn * 8))), arith.addi(c_t, i32(ks * 16)),
+                                 4 if pair else 2, False, pb)
+            else:
+                col = arith.addi(b_col0, arith.addi(c_l, i32(rn * 8)) if pair else i32(rn * 8))
+                frag = _ldmatrix(tb, k_row, col, 4 if pair else 2, True, pb)
+            for j in range(2 if pair else 1):
+                b_frag = frag if not pair else vector.FromElementsOp(two, [vector.extract(frag, [], [2 * j + r, c]) for r in (0, 1) for c in (0, 1)]).result
+                for rm in range(reps_m):
+                    idx = [cd.register(rm, rn + j, i) for i in range(4)]
+                    out = _mma(a_frags[rm], b_frag, [regs[i] for i in idx], elem)
+                    for i, r in enumerate(idx):
+                        regs[r] = out[i]
+    self.map[op.results[0]] = from_elements(regs, f32)
+
+
+def _tf32_dot(self, op, ta: SharedTile, tb: SharedTile, row0, col0):
+    """The f32 dot as `mma.sync.m16n8k8` on tf32: fragments read element by element
+    (ldmatrix moves 16-bit halves, which a transposed B would split), each rounded
+    to tf32 (`tf32_rounding.py`, as the loop lowering does) before the mma.
+
+    Lane = 4 * g + t holds A (16 x 8) at rows g, g + 8 and columns t, t + 4 (registers
+    a0..a3: (g, t), (g+8, t), (g, t+4), (g+8, t+4)) and B (8 x 8) at rows t, t + 4 of
+    column g; the accumulator is the m16n8 one of the 16-bit mma."""
+    cd = self.dist(op.results[0])
+    (reps_m, reps_n), K = cd.reps, (ta.rows if ta.transposed else ta.cols)
+    f32 = ir.F32Type.get()
+    g, t = arith.shrui(self.lane, i32(2)), arith.andi(self.lane, i32(3))
+    t4 = arith.addi(t, i32(4))
+    # Rows 8 apart share a swizzle phase: A's rows differ by multiples of 8, B's by 4 too.
+    pa, pb = ta.phase(g), [tb.phase(t), tb.phase(t4)]
+    a_row, b_col = arith.addi(row0, g), arith.addi(col0, g)
+
+    def fragment(tile, coords, shape):
+        # (r, c) of the operand: in a slot that holds its transpose, (c, r) of the slot.
+        at = [(c, r, None) if tile.transposed else (r, c, p) for r, c, p in coords]
+        vals = [round_to_tf32(memref.LoadOp(tile.buf, [to_index(tile.offset(r, c, p))]).result) for r, c, p in at]
+        return vector.FromElementsOp(ir.VectorType.get(shape, f32), vals).result
+
+    regs = elements(self.value(op.operands[2]), cd.num_registers)
+    for ks in range(K // 8):
+        k0, k4 = i32(ks * 8), i32(ks * 8 + 4)
+        a_frags = []
+        for rm in range(reps_m):
+            r0 = arith.addi(a_row, i32(rm * 16))
+            r8 = arith.addi(r0, i32(8))
+            c0, c4 = arith.addi(t, k0), arith.addi(t, k4)
+            a_frags.append(fragment(ta, [(r0, c0, pa), (r8, c0, pa), (r0, c4, pa), (r8, c4, pa)], [4, 1]))
+        for rn in range(reps_n):
+            col = arith.addi(b_col, i32(rn * 8))
+            b_frag = fragment(tb, [(arith.addi(t, k0), col, pb[0]), (arith.addi(t4, k0), col, pb[1])], [2, 1])
+            for rm in range(reps_m):
+                idx = [cd.register(rm, rn, i) for i in range(4)]
+                c = vector.FromElementsOp(ir.VectorType.get([2, 2], f32), [regs[i] for i in idx]).result
+                d = nvgpu.MmaSyncOp(c.type, a_frags[rm], b_frag, c, [16, 8, 8], tf32Enabled=True).result
+                for i, r in enumerate(idx):
+                    regs[r] = vector.extract(d, [], [i // 2, i % 2])
+    self.map[op.results[0]] = from_elements(regs, f32)
