@@ -1,6 +1,8 @@
 """Warp specialization on the GPU: examples/matmul.py (bf16 4096^3 at two tile configs, fp16
-1000x1104x912 and 1000x1100x900, odd sizes) and examples/flash_attention.py (B=4, H=32,
-N=4096, D=128, bf16) with `warp_specialize=True`, each checked against torch, then timed
+1000x1104x912 and 1000x1100x900, odd sizes), examples/flash_attention.py (B=4, H=32,
+N=4096, D=128, bf16; its loads go through cp.async, so it only warns), `rows_attention_kernel`
+below (the same on (B*H*N, D) tensors, by TMA) and Triton's tutorial 06 forward (tensor
+descriptors) with `warp_specialize=True`, each checked against torch, then timed
 against the same kernel without it (the K loop pipelined by the consumer warps themselves)
 and torch in interleaved launches (matmul_rounds.py). A JSON summary (median ms, TFLOP/s,
 the pipelined kernel's time over the specialized one's with quartiles, each build's threads,
@@ -29,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tile  # noqa: E402  (the runtime alone: no MLIR on a GPU machine)
 
 LAUNCHES = 100
-TIMEOUT_S = 240  # one case: loading its modules, the checks and the timed launches (seconds on an H100)
+TIMEOUT_S = 60  # one case: starting, loading its modules, the checks and the timed launches (~10-20 s on an H100)
 
 # name: (kernel, dtype, shape, tile config); matmul shapes are (M, N, K), attention's (B, H, N, D)
 CASES = {
@@ -47,10 +49,16 @@ CASES = {
     "attention bf16 4x32x4096x128": ("attention", "bfloat16", (4, 32, 4096, 128),
                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)),
     # rows_attention_kernel: the keys by TMA, the KV loop split (two dots a slot)
-    "rows attention bf16 4x32x4096x128 128x64/4w/3s": ("rows_attention", "bfloat16", (4, 32, 4096, 128),
-                                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)),
+    "rows attention bf16 4x32x4096x128 128x64/8w/3s": ("rows_attention", "bfloat16", (4, 32, 4096, 128),
+                                                      dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)),
     "rows attention bf16 4x32x4096x64 128x128/8w/2s": ("rows_attention", "bfloat16", (4, 32, 4096, 64),
                                                       dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=2)),
+    # Triton's tutorial 06 forward (examples/triton_tutorials), K and V through tensor descriptors: its KV loop
+    # splits; at 4 warps its consumers take one block an SM's registers (240) and still spill a little
+    "t06 attention fwd fp16 4x32x4096x128 128x64/4w/2s": ("t06", "float16", (4, 32, 4096, 128),
+                                                          dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=2)),
+    "t06 attention fwd fp16 4x32x4096x128 128x64/8w/2s": ("t06", "float16", (4, 32, 4096, 128),
+                                                          dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)),
 }
 
 
@@ -141,6 +149,10 @@ def _variants(kernel: str, args, cfg: dict) -> dict:
             run = (lambda a, b, bias, ws=ws: matmul.matmul(a, b, bias, "none", cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP"],
                                                            warp_specialize=ws, num_warps=cfg["num_warps"],
                                                            num_stages=cfg["num_stages"]))
+        elif kernel == "t06":
+            launch_t06 = _t06_launch(cfg, ws)
+            launcher = launch_t06(*args, compile_only=True)
+            run = launch_t06
         elif kernel == "rows_attention":
             q, k, v = args
             blocks = {x: cfg[x] for x in ("BLOCK_M", "BLOCK_N")}
@@ -161,6 +173,33 @@ def _variants(kernel: str, args, cfg: dict) -> dict:
                                                                       **launch))
         out[name] = (run, launcher)
     return out
+
+
+def _t06_launch(cfg: dict, ws: bool):
+    """Tutorial 06's forward at one config (its autotuner's launch, by hand): run(q, k, v) -> out,
+    or with compile_only the launcher."""
+    import torch
+
+    import tile
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(tile.__file__)), "examples", "triton_tutorials"))
+    import t06_fused_attention as t06
+
+    def run(q, k, v, compile_only=False):
+        Z, H, N, D = q.shape
+        o = torch.empty_like(q)
+        M = torch.empty((Z, H, N), device=q.device, dtype=torch.float32)
+        descs = [t06.TensorDescriptor(t, shape=[Z * H * N, D], strides=[D, 1], block_shape=[1, 1]) for t in (q, k, v, o)]
+        meta = dict(BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], HEAD_DIM=D, FP8_OUTPUT=False)
+        t06._host_descriptor_pre_hook(dict(meta, desc_q=descs[0], desc_k=descs[1], desc_v=descs[2], desc_o=descs[3]))
+        args = (D ** -0.5, M, Z, H, *descs, N)
+        meta.update(STAGE=1, warp_specialize=ws, IS_HOPPER=True, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+        if compile_only:
+            return t06._attn_fwd.kernel.compile(*args, **meta)
+        t06._attn_fwd.kernel[(N // cfg["BLOCK_M"], Z * H, 1)](*args, **meta)
+        return o
+
+    return run
 
 
 def _torch_fn(kernel: str):
@@ -203,10 +242,13 @@ def run_case(name: str, compile_only: bool, launches: int) -> dict:
         meta = launcher.metadata
         entry["builds"][variant] = {
             "threads": meta["num_threads"], "registers": (meta.get("ptxas") or {}).get("registers"),
+            "spill_bytes": (meta.get("ptxas") or {}).get("spill_stores"),
             "split": "setmaxnreg" in (launcher.asm.get("ptx") or ""),
             "skipped": meta.get("warp_specialize_skipped", [])}
     entry["warnings"] = [str(w.message) for w in said]
     if compile_only:
+        for run, _ in variants.values():  # the launches themselves (TILE_COMPILE_ONLY: compiled, not run)
+            run(*args)
         return entry
     want = _reference(kernel, args)
     entry["checks"], ok = {}, True

@@ -63,7 +63,7 @@ CPU_LLVM = [
 
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
-        return TILE_OPT[:-2] + ["tile-fp8-dots"] + TILE_OPT[-2:]  # (float8 dots widened to f16)
+        return list(TILE_OPT)  # (float8 dots: widened to f16 by convert-tile-to-linalg)
     distributed = options.get("codegen", "distributed") == "distributed"
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
     pipelined = distributed and options.get("num_stages", 1) > 1

@@ -41,9 +41,8 @@ def _scale_factors(scale, rows: int, k: int, what: str):
 
 def _spread(factors, rows: int, k: int):
     """A rows x K/32 tile of factors as rows x K, each repeated over its 32 elements of K."""
-    column = semantics.binary("//", EMITTERS["arange"](0, k), GROUP)
-    index = semantics.broadcast_to(EMITTERS["reshape"](column, (1, k)), [rows, k])
-    return EMITTERS["gather"](factors, index, 1)
+    x = EMITTERS["reshape"](factors, (rows, k // GROUP, 1))
+    return EMITTERS["reshape"](semantics.broadcast_to(x, [rows, k // GROUP, GROUP]), (rows, k))
 
 
 def _operand(x, fmt, scale, what: str, k_axis: int):

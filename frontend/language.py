@@ -443,5 +443,8 @@ def range(*args, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_bu
     `num_stages` (a compile-time int), `tile-pipeline` runs this loop's tile loads
     that many stages ahead through shared-memory rings, whatever reads them (the
     kernel's `num_stages` applies only to loops that hold a `dot`); 1 turns it off.
-    Triton's other keywords (`loop_unroll_factor`, `disallow_acc_multi_buffer`, `flatten`,
-    `warp_specialize`) are checked and accepted: the loop runs the same without them."""
+    `warp_specialize=True` has `tile-warp-specialize` split the loop into a producer
+    warpgroup issuing its TMA copies and the kernel's warps computing (sm_90a; elsewhere, or
+    where it cannot, a `WarpSpecializeWarning` says why). Triton's other keywords
+    (`loop_unroll_factor`, `disallow_acc_multi_buffer`, `flatten`) are checked and accepted:
+    the loop runs the same without them."""

@@ -25,8 +25,9 @@ it gets there in the dot's `fp8_b` attribute:
   loaded into registers as it is, and the dot stores it into shared memory transposed
   (`distributed_dot.py`), element by element.
 
-Elsewhere (sm_80 and sm_90, whose mma.sync has no e4m3 form before sm_89 here, the
-CPU, or a dot wgmma cannot take) each operand is widened to f16, exactly (every e4m3
+Elsewhere (sm_80 and sm_90, whose mma.sync has no e4m3 form before sm_89 here, or a
+dot wgmma cannot take; on the CPU `convert-tile-to-linalg` does the same) each operand
+is widened to f16, exactly (every e4m3
 and e5m2 value is an f16; their products and sums in the f32 accumulator are
 those of the float8 values):
 
@@ -112,7 +113,8 @@ def _load_transposed(load):
     return back
 
 
-def _widen(v):
+def widen_to_f16(v):
+    """A float8 tile as f16 (exact)."""
     t = ir.RankedTensorType(v.type)
     return arith.extf(ir.RankedTensorType.get(list(t.shape), ir.F16Type.get(), t.encoding), v)
 
@@ -139,4 +141,4 @@ class TileFp8Dots:
                 continue
             with ir.InsertionPoint(dot), dot.location:
                 for i in (0, 1):
-                    dot.operands[i] = _widen(dot.operands[i])
+                    dot.operands[i] = widen_to_f16(dot.operands[i])

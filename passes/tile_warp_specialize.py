@@ -72,15 +72,16 @@ class Unsupported(Exception):
     """Why a loop keeps its pipelined code."""
 
 
-def register_plan(consumer_warps: int, producer: int = 40) -> tuple[int, int, int]:
+def register_plan(consumer_warps: int, producer: int = 40, blocks: int | None = None) -> tuple[int, int, int]:
     """(registers a thread at launch, the consumers' after `setmaxnreg.inc`, the producer's):
     what the producer gives back covers what the consumers take, so `setmaxnreg.inc` never
-    waits for registers nobody frees. One consumer warpgroup keeps two blocks an SM
-    possible (128 at launch); more take the SM's registers for one block (CUTLASS's 168/232/40
-    for two)."""
+    waits for registers nobody frees. By default one consumer warpgroup keeps two blocks an SM
+    possible (128 at launch, 216 for the consumers); more take the SM's registers for one block
+    (CUTLASS's 168/232/40 for two). `blocks=1`: the SM's registers for one block
+    (`codegen/backend/cubin.py` assembles a kernel so that spills at the default)."""
     groups = consumer_warps // 4
     threads = (consumer_warps + PRODUCER_WARPS) * 32
-    blocks = 2 if groups == 1 else 1
+    blocks = blocks or (2 if groups == 1 else 1)
     budget = min(248, REGISTERS_PER_SM // blocks // threads // 8 * 8)
     consumer = min(240, (budget * threads - producer * 128) // (groups * 128) // 8 * 8)
     launch = -(-(producer * 128 + consumer * groups * 128) // threads // 8) * 8

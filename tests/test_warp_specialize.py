@@ -4,7 +4,9 @@ warpgroup and consumer warpgroups, checked in the PTX (register hand-over, per-s
 waits and arrivals, no block barrier after the split, no spills); loops it cannot split keep
 their code and warn, as Triton ignores the keyword on sm_80."""
 
+import os
 import re
+import sys
 import warnings
 
 import pytest
@@ -13,6 +15,7 @@ import torch
 import tile
 
 BIG = dict(BM=128, BN=128, BK=64, GROUP=8)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _matmul_launcher(dtype=torch.bfloat16, M=256, N=256, K=256, b_col_major=False, persistent=False, **cfg):
@@ -185,10 +188,7 @@ def test_unsupported_loops_warn(gpu_target, target, case, reason):
 
 
 def _rows_attention():
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import warp_specialize_on_device
 
     return warp_specialize_on_device
@@ -225,3 +225,39 @@ def test_sm90a_attention_kv_loop_ptx(gpu_target, num_warps, num_stages):
     assert ptx.count("wgmma.mma_async") >= 2
     report = launcher.metadata["ptxas"]
     assert report["spill_stores"] == report["spill_loads"] == 0
+
+
+def test_triton_tutorial_06_forward_split(gpu_target):
+    """Triton's fused-attention tutorial asks for warp_specialize=True; its keys and values come
+    through host tensor descriptors (TMA), so its KV loop splits. At 128 query rows, a head dim of
+    128 and one consumer warpgroup the consumers spill at two blocks' registers (216): the build
+    takes one block's (240 at launch 144) where that spills less."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "triton_tutorials"))
+    import t06_fused_attention
+
+    gpu_target("sm_90a")
+    kernel, args, meta = t06_fused_attention.benchmark_launches(causal=(False,))[0]
+    kernel = kernel.kernel if isinstance(kernel, tile.Autotuner) else kernel
+    with warnings.catch_warnings(), pytest.warns(tile.SpillWarning, match="spills: 20 bytes"):
+        warnings.simplefilter("error", tile.WarpSpecializeWarning)
+        launcher = kernel.compile(*args, **dict(meta, warp_specialize=True))
+    assert launcher.metadata["num_threads"] == 256 and "setmaxnreg.inc.sync.aligned.u32 \t216;" in launcher.asm["ptx"]
+    assert launcher.metadata["ptxas"]["registers"] == 144  # (the cubin's split: 240 for the consumers, 40 the producer)
+
+
+def test_register_split_is_checked(gpu_target, monkeypatch):
+    """One block an SM's split rewrites the three numbers of the PTX; a build whose registers at
+    launch are not the split's `.maxnreg` (the consumers' setmaxnreg.inc would wait forever for
+    registers nobody frees) is a CompilationError, not a hang."""
+    from tile.codegen.backend import cubin
+
+    gpu_target("sm_90a")
+    ptx = _matmul_launcher().asm["ptx"]
+    roomier = cubin.one_block_registers(ptx)
+    assert ".maxnreg 144" in roomier and "setmaxnreg.inc.sync.aligned.u32 \t240;" in roomier
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in roomier
+    assert cubin.one_block_registers(roomier) is None
+    assert cubin.one_block_registers(_matmul_launcher(WARP_SPECIALIZE=False).asm["ptx"]) is None
+    monkeypatch.setattr(cubin, "_ptxas", lambda ptx, target, extra: (b"", "ptxas info    : Used 96 registers"))
+    with pytest.raises(tile.CompilationError, match="96 registers a thread, not the 128"):
+        cubin.assemble(ptx + "\n", "sm_90a")
