@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 
 from mlir import ir
 
@@ -96,8 +97,10 @@ def _tensor_core_dots(module, num_warps: int) -> bool:
 
 
 def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits=()):
+    began = time.perf_counter()
     if getattr(kernel, "_parsed", None) is None:
         kernel._parsed = parse_function(kernel.fn)
+    parsed = time.perf_counter()
     ctx = make_context()
     with ctx, ir.Location.unknown():
         # device_assert: checked on the CPU target; on a GPU with TILE_DEBUG=1 or @tile.jit(debug=True)
@@ -111,6 +114,7 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
                 if collect(module.operation, [op]):
                     raise CompilationError(f"{kernel.name}: {what} is not supported on a GPU in a kernel whose dot "
                                            "takes the linalg path (f32 operands without tf32, or tiles too small for mma)")
+    emitted = time.perf_counter()
     compiled = run_stages(module, target, options, "tile", kernel.name, keep_dumps, ctx, edits)
     abi = expected_abi(signature) + tma_abi(compiled.stages.get("tile-opt", ""), signature, ctx)
     final = compiled.stages["llvm" if target == "cpu" else "nvvm"]
@@ -124,6 +128,8 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
         "shared_bytes": _dynamic_shared_bytes(compiled.stages.get("gpu", "")),
         "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
         "pipeline": compiled.pipeline,
+        # wall seconds: parse (0 when this process parsed the kernel before), emit, then each stage
+        "compile_seconds": {"parse": parsed - began, "emit": emitted - parsed, **compiled.seconds},
     }
     need, limit = compiled.metadata["shared_bytes"], BLOCK_SHARED.get(target)
     if limit is not None and need > limit:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -47,6 +48,7 @@ class Compiled:
     metadata: dict = field(default_factory=dict)
     codegen: str = "distributed"
     pipeline: str = ""  # the pass stages that ran, as `tile.Pipeline.text()` shows them
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of each stage (benchmarks/compile_time.py)
 
     def stage_files(self) -> list[tuple[str, str | bytes]]:
         """(file name, text) of every stage this run produced, e.g. `stage-ptx.ptx`."""
@@ -194,6 +196,7 @@ def _run_all(value, stages, names, start, options, passes, out, dump, keep_dumps
         out.stages[start] = text
         dump(f"stage-{start}", text, stages[first].ext)
         for stage in stages[first + 1 :]:
+            began = time.perf_counter()
             if stage.passes:
                 _run_passes(value, passes[stage.name], dump if keep_dumps else None, stage.name)
                 try:
@@ -204,6 +207,7 @@ def _run_all(value, stages, names, start, options, passes, out, dump, keep_dumps
             else:
                 value = stage.convert(value, options)
                 text = value
+            out.seconds[stage.name] = time.perf_counter() - began
             out.stages[stage.name] = text
             dump(f"stage-{stage.name}", text, stage.ext)
     return out

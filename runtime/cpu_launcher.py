@@ -36,8 +36,10 @@ class CpuLauncher:
         self.metadata, self.name = metadata, metadata["name"]
         self._llvm_mlir = llvm_mlir
         self._engine = None  # JIT-compiled on the first launch: autotune loads many configs and runs few
-        self._failed = []
-        self._on_failure = _ASSERT_CALLBACK(lambda message, x, y, z: self._failed.append((message, (x, y, z))))
+        self._failed = failed = []
+        # (not through self: the JIT engine holds the callback, and engine -> callback -> self
+        # would be a cycle through an object the garbage collector cannot traverse)
+        self._on_failure = _ASSERT_CALLBACK(lambda message, x, y, z: failed.append((message, (x, y, z))))
         self._args = metadata["args"]
         self._scalar_types = {a["arg"]: CTYPES[a["type"]] for a in metadata["abi"] if a["part"] == "value"}
 

@@ -17,9 +17,11 @@ it read, and calls it. Anything the binder did not foresee goes the general way
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import os
+import threading
 import weakref
 
 from ..codegen import pass_pipeline
@@ -48,6 +50,37 @@ def _forget_fast_paths():
 
 
 pass_pipeline.listeners.append(_forget_fast_paths)
+
+# Launchers kept in memory, least recently looked up first, across all kernels: a CPU launcher
+# holds a JIT engine (about 3 MB), so a process that sees many shapes must not keep them all.
+# An evicted specialization comes back from the disk cache on its next launch.
+_RESIDENT: collections.OrderedDict = collections.OrderedDict()  # (weakref to kernel, key) -> None
+_RESIDENT_LOCK = threading.Lock()
+
+
+def max_kernels_in_memory() -> int:
+    """`TILE_MAX_KERNELS_IN_MEMORY` (default 256, at least 1): specializations kept loaded."""
+    value = os.environ.get("TILE_MAX_KERNELS_IN_MEMORY", "256")
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise TileError(f"TILE_MAX_KERNELS_IN_MEMORY must be an integer, got {value!r}") from None
+
+
+def _keep(kernel, key) -> None:
+    """Mark (kernel, key) most recently used; evict the oldest launchers past the bound."""
+    with _RESIDENT_LOCK:
+        entry = (weakref.ref(kernel), key)
+        _RESIDENT[entry] = None
+        _RESIDENT.move_to_end(entry)
+        limit = max_kernels_in_memory()
+        while len(_RESIDENT) > limit:
+            (ref, old), _ = _RESIDENT.popitem(last=False)
+            owner = ref()
+            if owner is not None:
+                owner._launchers.pop(old, None)
+                owner._bound.clear()  # (the fast paths may hold the evicted launcher)
+                owner._fast.clear()
 
 
 def _is_constexpr(annotation) -> bool:
@@ -297,6 +330,8 @@ class Kernel(FastLaunch):
             found = cache.load_or_build(self, sig, target, options, edits, pipeline, build)
             if found is not None:
                 self._launchers[key] = found
+        if found is not None:
+            _keep(self, key)
         return found
 
     def compile(self, *args, target: str | None = None, **kwargs):

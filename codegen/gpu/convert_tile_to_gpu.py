@@ -58,7 +58,7 @@ from .register_vectors import i32 as _i32
 from .register_vectors import i32_vector as _ivec
 from .register_vectors import linear_index, load_run
 from .register_vectors import splat as _splat
-from ...dialects.layout import MAX_SHARED
+from ...dialects.layout import BLOCK_SHARED, MAX_SHARED
 from ...dialects.tile_ops import WRITES
 from ..common.float8 import is_float8, narrow_float8, widen_float8
 from ...passes.index_values import is_elementwise
@@ -83,6 +83,7 @@ class Translator:
         self.axis = AxisInfo(divisibility)
         self.coords_memo: dict = {}
         self.scratch_bytes = 0
+        self.scratch_peak_at = None  # the op whose scratch took scratch_bytes to its peak: a too-large error's line
         self.scratch_base = 0  # bytes below it hold long-lived buffers (distributed_async_copy.shared_buffer)
         self.live_buffers: dict[int, int] = {}  # those buffers: start -> end byte
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
@@ -182,7 +183,9 @@ class Translator:
         base = -(-self.scratch_base // align) * align
         self.scratch_uses += 1
         nbytes = count * _bits(elem) // 8
-        self.scratch_bytes = max(self.scratch_bytes, base + nbytes)
+        if base + nbytes > self.scratch_bytes:
+            self.scratch_bytes = base + nbytes
+            self.scratch_peak_at = ir.Location.current  # (the op being lowered: `_op` enters its location)
         if self._scratch is None:
             with self.entry:
                 space = ir.Attribute.parse("#gpu.address_space<workgroup>")
@@ -412,8 +415,12 @@ class ConvertTileToGpu:
             t.map[a] = b
         with ir.InsertionPoint(block):
             t.block(old)
-        if t.scratch_bytes > MAX_SHARED:
-            raise TileError(f"tile too large: kernel {name} needs {t.scratch_bytes} bytes of shared memory, more than the "
-                            f"{MAX_SHARED} an H100/H200 block can have: use smaller tiles")
+        limit = BLOCK_SHARED.get(f"sm_{self.arch}", MAX_SHARED)
+        if t.scratch_bytes > limit:
+            err = TileError(f"tile too large: kernel {name} needs {t.scratch_bytes} bytes of shared memory, more than the "
+                            f"{limit} a sm_{self.arch} block can have (this op's buffer and those live here, a pipelined "
+                            "loop's copies among them): use smaller tiles or fewer stages")
+            err.location = t.scratch_peak_at
+            raise err
         gfn.attributes["tile.shared_bytes"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), t.scratch_bytes)
         fn.erase()
