@@ -18,7 +18,7 @@ if __package__:
     from .frontend.dtypes import (bfloat16, dtype, float8e4m3, float8e4nv, float8e5, float8e5m2, float16, float32, float64, int1, int8,
                                   int16, int32, int64, pointer_type)
     from .frontend.errors import (CompilationError, DeviceAssertionError, DeviceUnavailableError, LaunchError, SpillWarning,
-                                  TileError)
+                                  TileError, WarpSpecializeWarning)
     from .frontend.language import *  # noqa: F401,F403  (the kernel language)
     from .frontend.language import constexpr
     from .frontend.tensor_descriptor import TensorDescriptor
@@ -52,5 +52,5 @@ if __package__:
 __all__ = [
     "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int16", "int1", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
-    "TensorDescriptor", "Pipeline", "pipeline_edits", "SpillWarning",
+    "TensorDescriptor", "Pipeline", "pipeline_edits", "SpillWarning", "WarpSpecializeWarning",
 ]

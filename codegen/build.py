@@ -76,6 +76,12 @@ def _dynamic_shared_bytes(gpu_stage: str) -> int:
     return int(m.group(1)) if m and "gpu.dynamic_shared_memory" in gpu_stage else 0
 
 
+def _producer_warps(tile_opt_stage: str) -> int:
+    """The warps `tile-warp-specialize` added to the block for its producer (0 if none)."""
+    m = re.search(r"tile.producer_warps = (\d+)", tile_opt_stage)
+    return int(m.group(1)) if m else 0
+
+
 def _ptxas_summary(log: str) -> dict:
     """Registers, stack frame and spill bytes of the kernel, from ptxas -v."""
     num = lambda pattern: int(m.group(1)) if (m := re.search(pattern, log)) else 0  # noqa: E731
@@ -124,12 +130,14 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
         raise CompilationError(f"launch ABI mismatch for {kernel.name}: compiled {have}, expected {want}")
     compiled.metadata = {
         "name": kernel.name, "target": target, "abi": abi, "options": options,
-        "num_threads": options["num_warps"] * 32,
+        "num_threads": (options["num_warps"] + _producer_warps(compiled.stages.get("tile-opt", ""))) * 32,
         "shared_bytes": _dynamic_shared_bytes(compiled.stages.get("gpu", "")),
         "args": [[n, k, repr(d)] for n, k, d in signature if k != "constexpr"],
         "pipeline": compiled.pipeline,
         # wall seconds: parse (0 when this process parsed the kernel before), emit, then each stage
         "compile_seconds": {"parse": parsed - began, "emit": emitted - parsed, **compiled.seconds},
+        # (tile-warp-specialize's reasons for the loops that asked and kept their code: the launcher warns)
+        "warp_specialize_skipped": re.findall(r'tile.warp_specialize_skipped = "([^"]*)"', compiled.stages.get("tile-opt", "")),
     }
     need, limit = compiled.metadata["shared_bytes"], BLOCK_SHARED.get(target)
     if limit is not None and need > limit:

@@ -63,10 +63,13 @@ CPU_LLVM = [
 
 def tile_opt(options: dict) -> list[str]:
     if options["target"] == "cpu":
-        return list(TILE_OPT)
+        return list(TILE_OPT)  # (float8 dots: widened to f16 by convert-tile-to-linalg)
+    distributed = options.get("codegen", "distributed") == "distributed"
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
-    pipelined = options.get("codegen", "distributed") == "distributed" and options.get("num_stages", 1) > 1
-    passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + TILE_OPT[-1:]  # (before tile-fuse, the last)
+    pipelined = distributed and options.get("num_stages", 1) > 1
+    fp8 = f"tile-fp8-dots{{num-warps={options['num_warps']}{wgmma if distributed else ''}}}"
+    # (before tile-fuse, the last)
+    passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + [fp8] + TILE_OPT[-1:]
     passes.append(f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}")
     if pipelined:
         divisible, tma = options.get("divisible_args", ""), ""
@@ -76,6 +79,8 @@ def tile_opt(options: dict) -> list[str]:
     if options.get("codegen", "distributed") == "distributed" and options["target"] == "sm_90a" \
             and options.get("divisible_args"):
         passes.append(f"tile-tma-stores{{divisible-args={options['divisible_args']}}}")
+    # (on every GPU target: where it cannot apply, it says why on the loops that asked for it)
+    passes.append(f"tile-warp-specialize{{num-warps={options['num_warps']}}}")
     return passes
 
 
@@ -99,7 +104,8 @@ def gpu_distributed(options: dict) -> list[str]:
     spec = (f" divisible-args={divisible}" if divisible else "") + (" noalias=1" if options.get("noalias") else "")
     if options["target"] == "sm_80":  # (no e4m3 form of cvt before sm_89)
         spec += " float8-cvt=0 arch=80"
-    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "emulate-i1-memrefs", "canonicalize", "cse"]
+    return [f"convert-tile-to-gpu{{num-warps={options['num_warps']}{spec}}}", "tile-consumer-barriers", "emulate-i1-memrefs",
+            "canonicalize", "cse"]
 
 
 def nvvm(target: str) -> list[str]:

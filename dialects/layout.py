@@ -208,6 +208,13 @@ class Wgmma(_Grid):
     MAX_N = 256  # the widest wgmma
 
     @staticmethod
+    def takes_k(k: int, elem_bits: int) -> bool:
+        """Whether wgmma reads a K-wide operand of `elem_bits` elements from swizzled shared
+        tiles: 16-bit (k16 steps) or 8-bit (k32), rows of 32 or 64 bytes or of whole 128-byte panels."""
+        row = k * elem_bits // 8
+        return elem_bits in (8, 16) and (row in (32, 64) or row % 128 == 0)
+
+    @staticmethod
     def for_shape(shape: list[int], num_warps: int) -> "Wgmma | None":
         """Warpgroups along M first (each then issues the widest N), as long as each
         part is whole 64-row instructions and N at most 256, either whole 64-column

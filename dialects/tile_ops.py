@@ -414,7 +414,8 @@ def _verify_dot(op):
     a, b, acc = (_shape(v) for v in op.operands)
     if len(a) != 2 or len(b) != 2 or a[1] != b[0] or acc != [a[0], b[1]]:
         return f"dot needs (M, K) x (K, N) + (M, N) tiles, got {a} x {b} + {acc}"
-    if _elem(op.operands[0]) != _elem(op.operands[1]):
+    float8 = all(str(_elem(v)) in ("f8E4M3FN", "f8E5M2") for v in op.operands[:2])  # (e4m3 by e5m2 too)
+    if _elem(op.operands[0]) != _elem(op.operands[1]) and not float8:
         return "dot operands must have the same element type"
     if "input_precision" in op.attributes:
         precision = ir.StringAttr(op.attributes["input_precision"]).value

@@ -18,10 +18,11 @@ import tile
 
 
 @tile.func
-def attend(qt, kb, vb, m_i, l_i, acc, rm, rd, lo, hi, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd, BLOCK_N, MASKED, CAUSAL):
+def attend(qt, kb, vb, m_i, l_i, acc, rm, rd, lo, hi, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd, BLOCK_N, MASKED, CAUSAL,
+           WARP_SPECIALIZE):
     """Keys and values lo .. hi into the running (m_i, l_i, acc); MASKED: some keys of a
     block lie past n_ctx or (CAUSAL) above the diagonal, whose scores count as -inf."""
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_n in tile.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         rn = start_n + tile.arange(0, BLOCK_N)
         kt = tile.load(kb + rd[:, None] * s_kd + rn[None, :] * s_kn, mask=rn[None, :] < n_ctx, other=0.0)
         s = tile.dot(qt, kt)
@@ -56,7 +57,7 @@ def key_range(start_m, n_ctx, BLOCK_M, BLOCK_N, CAUSAL):
 def attention_kernel(q, k, v, out, n_ctx, scale, H,
                      s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_ob, s_oh, s_om, s_od,
                      BLOCK_M: tile.constexpr, BLOCK_N: tile.constexpr, D: tile.constexpr, CAUSAL: tile.constexpr,
-                     lse=None, group=1):
+                     lse=None, group=1, WARP_SPECIALIZE: tile.constexpr = False):
     start_m = tile.program_id(0)
     bh = tile.program_id(1)
     b, h = bh // H, bh % H
@@ -71,9 +72,9 @@ def attention_kernel(q, k, v, out, n_ctx, scale, H,
     kb = k + b * s_kb + h // group * s_kh
     vb = v + b * s_vb + h // group * s_vh
     m_i, l_i, acc = attend(qt, kb, vb, m_i, l_i, acc, rm, rd, 0, whole, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd,
-                           BLOCK_N, False, CAUSAL)
+                           BLOCK_N, False, CAUSAL, WARP_SPECIALIZE)
     m_i, l_i, acc = attend(qt, kb, vb, m_i, l_i, acc, rm, rd, whole, end, n_ctx, qk_scale, s_kn, s_kd, s_vn, s_vd,
-                           BLOCK_N, True, CAUSAL)
+                           BLOCK_N, True, CAUSAL, WARP_SPECIALIZE)
     o = acc / l_i[:, None]
     tile.store(out + b * s_ob + h * s_oh + rm[:, None] * s_om + rd[None, :] * s_od, o, mask=rm[:, None] < n_ctx)
     if lse is not None:

@@ -29,7 +29,7 @@ def gelu(x):
 
 @tile.func
 def output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP, ACTIVATION,
-                PRECISION):
+                PRECISION, WARP_SPECIALIZE):
     """Output tile number t: act(a @ b + bias) over its BM x BN block of `out`."""
     n_m = tile.cdiv(M, BM)
     n_n = tile.cdiv(N, BN)
@@ -45,7 +45,8 @@ def output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
     # The bias is loaded before the K loop, so that its latency hides behind the loop's.
     bias_row = tile.load(bias + rn, mask=rn < N).to(tile.float32)
     acc = tile.zeros((BM, BN), tile.float32)
-    for k0 in range(0, K, BK):
+    # warp_specialize (sm_90a, TMA rings): a producer warpgroup issues the copies, the kernel's warps compute
+    for k0 in tile.range(0, K, BK, warp_specialize=WARP_SPECIALIZE):
         ka = k0 + rk
         a_tile = tile.load(a + rm[:, None] * s_am + ka[None, :] * s_ak, mask=(rm[:, None] < M) & (ka[None, :] < K))
         b_tile = tile.load(b + ka[:, None] * s_bk + rn[None, :] * s_bn, mask=(ka[:, None] < K) & (rn[None, :] < N))
@@ -60,29 +61,32 @@ def output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
 @tile.kernel
 def matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
                   BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, GROUP: tile.constexpr,
-                  ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee"):
+                  ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee", WARP_SPECIALIZE: tile.constexpr = False):
     """One program per output tile."""
     output_tile(a, b, bias, out, tile.program_id(0), M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP,
-                ACTIVATION, PRECISION)
+                ACTIVATION, PRECISION, WARP_SPECIALIZE)
 
 
 @tile.kernel
 def persistent_matmul_kernel(a, b, bias, out, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on,
                              BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr, GROUP: tile.constexpr,
-                             ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee"):
+                             ACTIVATION: tile.constexpr, PRECISION: tile.constexpr = "ieee",
+                             WARP_SPECIALIZE: tile.constexpr = False):
     """A persistent grid: a few programs (one per SM) each loop over output tiles, so a
-    program's next tile starts without a new launch of its block."""
+    program's next tile starts without a new launch of its block (its K loop, nested in
+    that one, is not warp-specialized: WARP_SPECIALIZE only warns)."""
     for t in range(tile.program_id(0), tile.cdiv(M, BM) * tile.cdiv(N, BN), tile.num_programs(0)):
         output_tile(a, b, bias, out, t, M, N, K, s_am, s_ak, s_bk, s_bn, s_om, s_on, BM, BN, BK, GROUP, ACTIVATION,
-                    PRECISION)
+                    PRECISION, WARP_SPECIALIZE)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str = "gelu",
            BM: int = 32, BN: int = 32, BK: int = 16, GROUP: int = 4, input_precision: str = "ieee",
-           programs: int | None = None, **options) -> torch.Tensor:
+           programs: int | None = None, warp_specialize: bool = False, **options) -> torch.Tensor:
     """act(a @ b + bias). programs: a persistent grid of that many programs (e.g. the GPU's
-    SM count) instead of one program per output tile. options: the launch's kernel options
-    (num_warps, num_stages)."""
+    SM count) instead of one program per output tile. warp_specialize: the K loop's copies
+    issued by a producer warpgroup of their own (sm_90a with TMA; one program per tile).
+    options: the launch's kernel options (num_warps, num_stages)."""
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {K} and {K2}"
@@ -91,9 +95,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str
     out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     tiles = tile.cdiv(M, BM) * tile.cdiv(N, BN)
     kernel = matmul_kernel if programs is None else persistent_matmul_kernel
+    specialize = {"WARP_SPECIALIZE": True} if warp_specialize else {}
     kernel[(tiles if programs is None else min(programs, tiles),)](
         a, b, bias, out, M, N, K, *a.stride(), *b.stride(), *out.stride(),
-        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision, **options)
+        BM=BM, BN=BN, BK=BK, GROUP=GROUP, ACTIVATION=activation, PRECISION=input_precision, **specialize, **options)
     return out
 
 

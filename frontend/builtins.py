@@ -294,26 +294,6 @@ def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
     return Tile(arith.bitcast(ty, x.value))
 
 
-@emitter("dot")
-def _dot(a, b, acc=None, input_precision=None):
-    a, b = semantics.computable(_tile(a, "dot's a"), "dot's a"), semantics.computable(_tile(b, "dot's b"), "dot's b")
-    if input_precision not in (None, "ieee", "tf32"):
-        raise SemanticError(f"dot's input_precision must be \"ieee\" or \"tf32\", got {_describe(input_precision)}")
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise SemanticError(f"dot needs (M, K) and (K, N) tiles, got {a.shape} and {b.shape}")
-    if a.dtype != b.dtype:
-        raise SemanticError(f"dot operands must have one dtype, got {a.dtype!r} and {b.dtype!r}")
-    shape = [a.shape[0], b.shape[1]]
-    acc = constant(0, float32, shape) if acc is None else _tile(acc, "dot's acc")
-    if acc.shape != shape:
-        raise SemanticError(f"dot accumulator must have shape {shape}, got {acc.shape}")
-    if a.dtype not in (float32, float16, bfloat16) or acc.dtype != float32:
-        raise SemanticError(f"dot takes float32, float16 or bfloat16 operands and a float32 accumulator, got "
-                            f"{a.dtype!r} operands and a {acc.dtype!r} accumulator")
-    # As in Triton, the precision applies to f32 operands; 16-bit ones are exact already.
-    return Tile(tile_ops.dot(a.value, b.value, acc.value, tf32=input_precision == "tf32" and a.dtype == float32))
-
-
 @emitter("cdiv")
 def _cdiv(a, b):
     if isinstance(a, int) and isinstance(b, int):

@@ -118,9 +118,10 @@ class ControlFlow:
         callee = self.expr(iterable.children[0])
         args, kwargs = self.arguments(iterable.children[1] if len(iterable.children) > 1 else None)
         stages = kwargs.pop("num_stages", None) if callee is language.range else None
+        hints = {}
         if callee is language.range:  # Triton's scheduling hints: checked, and change no result
             for hint, kinds in _RANGE_HINTS.items():
-                value = kwargs.pop(hint, None)
+                value = hints[hint] = kwargs.pop(hint, None)
                 if value is not None and not isinstance(value, kinds):
                     raise self.error(iterable, f"tile.range's {hint} must be a compile-time "
                                                f"{' or '.join(k.__name__ for k in kinds)}, got {value!r}")
@@ -143,7 +144,7 @@ class ControlFlow:
             return
         if callee is not range and callee is not language.range:
             raise self.error(iterable, "a for loop must iterate over range(...), tile.range(...) or tile.static_range(...)")
-        self.runtime_loop(node, _name(target), start, stop, step, body, stages)
+        self.runtime_loop(node, _name(target), start, stop, step, body, stages, bool(hints.get("warp_specialize")))
 
     def loop_names(self, node, body, var=None) -> tuple[list[str], dict]:
         """The names a run-time loop's body assigns that it carries (run-time values; a tensor
@@ -208,7 +209,7 @@ class ControlFlow:
                 before[n].kept = True
         scf.YieldOp(yields)
 
-    def runtime_loop(self, node, var, start, stop, step, body, num_stages=None):
+    def runtime_loop(self, node, var, start, stop, step, body, num_stages=None, warp_specialize=False):
         for b in (start, stop, step):  # (a float was truncated, a tile failed MLIR's verifier)
             if not (isinstance(b, int) or isinstance(b, Tile) and b.is_scalar and not b.dtype.is_float):
                 raise self.error(node, f"range's bounds must be ints or int scalars, got {_describe(b, runtime=True)}")
@@ -232,6 +233,8 @@ class ControlFlow:
             made.append(op)
             if num_stages is not None:  # read by tile-pipeline
                 op.attributes["tile.num_stages"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), num_stages)
+            if warp_specialize:  # read by tile-warp-specialize (sm_90a; other targets ignore it)
+                op.attributes["tile.warp_specialize"] = ir.UnitAttr.get()
             with ir.InsertionPoint(op.body):
                 iv = Tile(op.induction_variable)
                 self.scope[var] = semantics.binary("+", first, semantics.binary("*", iv, each)) if counted else iv
@@ -348,7 +351,7 @@ _UNSET = object()  # a name not bound on some path
 
 # tile.range's keywords beside num_stages that Triton takes as scheduling hints; tile accepts
 # them (the loop runs the same): it unrolls with static_range, and does not flatten nested
-# loops, warp-specialize or multi-buffer accumulators yet.
+# loops or multi-buffer accumulators yet; warp_specialize marks the loop for tile-warp-specialize.
 _RANGE_HINTS = {"loop_unroll_factor": (int,), "disallow_acc_multi_buffer": (bool,), "flatten": (bool,),
                 "warp_specialize": (bool,)}
 

@@ -14,8 +14,8 @@ from mlir import ir
 from mlir.dialects import func, scf
 
 from . import bounds_check, device_assert
-from . import (atomics, builtins, descriptors, hints, math_functions, memory_hints, python_builtins,  # noqa: F401
-               random, reductions, shape_builtins)  # (they register their emitters)
+from . import (atomics, builtins, descriptors, dot_scaled, dots, hints, math_functions, memory_hints,  # noqa: F401
+               python_builtins, random, reductions, shape_builtins)  # (they register their emitters)
 from .builtin_registry import EMITTERS
 from .constexpr import unwrap
 from .control_flow import ControlFlow, Restart

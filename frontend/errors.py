@@ -40,6 +40,11 @@ class SpillWarning(UserWarning):
     made, from the compiler or the cache)."""
 
 
+class WarpSpecializeWarning(UserWarning):
+    """A loop's `warp_specialize=True` was ignored (said whenever its launcher is made): the
+    loop runs as it would without it, for the reason given (no TMA ring, sm_80, ...)."""
+
+
 class DeviceUnavailableError(TileError):
     """The kernel was compiled, but there is no device here to run it on."""
 

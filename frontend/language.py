@@ -383,11 +383,21 @@ def cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
 
 
 @_builtin
-def dot(a, b, acc=None, input_precision=None):
-    """(M, K) @ (K, N) + acc, accumulated in f32. f32 operands are multiplied exactly
-    ("ieee", the default) or, with input_precision="tf32", rounded to tf32 first, which
+def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
+    """(M, K) @ (K, N) + acc, accumulated in f32 (out_dtype float32). f32 operands are multiplied
+    exactly ("ieee", the default) or, with input_precision="tf32", rounded to tf32 first, which
     puts them on the tensor cores of a GPU. 16-bit operands are exact either way (as in
-    Triton, the precision is then ignored)."""
+    Triton, the precision is then ignored). float8 operands (e4m3, e5m2, one of each) go to
+    sm_90a's float8 wgmma, elsewhere widened to f16 exactly."""
+
+
+@_builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=None):
+    """Triton's dot of microscaled blocks: lhs (M, K) and rhs (K, N) in lhs_format / rhs_format
+    ("e4m3", "e5m2"; "bf16", "fp16" unscaled), each scaled by e8m0 bytes (uint8: 2^(s - 127)),
+    lhs_scale (M, K/32) and rhs_scale (N, K/32), one per 32 elements of K; emulated (scaled to
+    bf16, then a 16-bit dot). fp4 ("e2m1") is an error: the hardware lacks fp4."""
 
 
 @_builtin
@@ -433,5 +443,8 @@ def range(*args, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_bu
     `num_stages` (a compile-time int), `tile-pipeline` runs this loop's tile loads
     that many stages ahead through shared-memory rings, whatever reads them (the
     kernel's `num_stages` applies only to loops that hold a `dot`); 1 turns it off.
-    Triton's other keywords (`loop_unroll_factor`, `disallow_acc_multi_buffer`, `flatten`,
-    `warp_specialize`) are checked and accepted: the loop runs the same without them."""
+    `warp_specialize=True` has `tile-warp-specialize` split the loop into a producer
+    warpgroup issuing its TMA copies and the kernel's warps computing (sm_90a; elsewhere, or
+    where it cannot, a `WarpSpecializeWarning` says why). Triton's other keywords
+    (`loop_unroll_factor`, `disallow_acc_multi_buffer`, `flatten`) are checked and accepted:
+    the loop runs the same without them."""

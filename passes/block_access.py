@@ -189,6 +189,23 @@ def _pair(v, name, term):
     return sorted(terms, key=lambda t: t[0])
 
 
+def unit_stride_axis(offsets) -> int | None:
+    """The axis along which 2-D `offsets` (rows[:, None] * s + cols[None, :] * t, scalars added
+    as splats) step by one element while the other has a stride: 0 for a column-major tile
+    (a float8 dot's K-major B); None if neither, or unknown."""
+    op, v = _owner(offsets)
+    while op is not None and op.name == "arith.addi":  # (pointer increments: + splat(k * step))
+        a, b = op.operands
+        if _splat(b) is None and _splat(a) is None:
+            break
+        v = a if _splat(b) is not None else b
+        op, _ = _owner(v)
+    terms = _pair(v, "arith.addi", _offset_term)
+    if terms is None or (terms[0][2] is None) == (terms[1][2] is None):
+        return None
+    return 0 if terms[0][2] is None else 1
+
+
 def match_copy_block(load) -> Block | None:
     """The column-major block `load` (a `tile.load` of a 2-D tile) reads, as a `cp.async`
     copy may take it (module doc): its `base` set where the offsets add a scalar, its

@@ -11,6 +11,7 @@ from mlir import ir
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from .invariant_operands import DOT_OPERANDS
 from .loop_slice import inside
+from .tile_fuse import read_as_fp8_b
 
 
 def _in_ring(v, loads, loop) -> bool:
@@ -19,6 +20,8 @@ def _in_ring(v, loads, loop) -> bool:
     if isinstance(v.owner, ir.Block):
         return False
     op = v.owner.operation
+    if op.name == "tile.trans" and read_as_fp8_b(v):  # (a float8 B read in place through it: fp8_dots.py)
+        return _in_ring(op.operands[0], loads, loop)
     return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 
 

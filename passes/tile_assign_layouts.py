@@ -173,11 +173,10 @@ class TileAssignLayouts:
 
     def accumulator_layout(self, dot):
         """`#tile.wgmma` for a dot that wgmma can do from swizzled shared tiles (16-bit
-        operands, K of 16, 32 or a multiple of 64), else `#tile.mma`."""
+        operands, K of 16, 32 or a multiple of 64; float8, twice those), else `#tile.mma`."""
         shape = list(ir.RankedTensorType(dot.results[0].type).shape)
         a = ir.RankedTensorType(dot.operands[0].type)
-        k = a.shape[1]
-        if self.wgmma and element_bits(a.element_type) == 16 and (k in (16, 32) or k % 64 == 0):
+        if self.wgmma and Wgmma.takes_k(a.shape[1], element_bits(a.element_type)):
             layout = Wgmma.for_shape(shape, self.num_warps)
             if layout:
                 return layout

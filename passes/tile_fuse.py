@@ -38,8 +38,16 @@ GROUP_ATTR = "tile.fusion_group"
 FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.trans", "tile.reduce", "tile.convert_layout"}
 
 
+def read_as_fp8_b(value) -> bool:
+    """Whether only float8 dots read `value`, as their B (`passes/fp8_dots.py`)."""
+    users = [(u.owner, u.operand_number) for u in value.uses]
+    return bool(users) and all(o.name == "tile.dot" and n == 1 and "fp8_b" in o.attributes for o, n in users)
+
+
 def fusible(op) -> bool:
     name = op.operation.name
+    if name == "tile.trans" and read_as_fp8_b(op.results[0]):
+        return False  # (left beside its dots, which read its operand in place: codegen/fp8_operands.py)
     return name in FUSIBLE_TILE_OPS or (name.split(".")[0] in ("arith", "math") and not op.regions)
 
 

@@ -140,6 +140,7 @@ from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .block_access import match_copy_block
+from .fp8_dots import k_major_fp8
 from .in_flight_dots import in_flight_dots, made_in_body
 from .invariant_operands import DOT_OPERANDS, stage_invariant_operands
 from .tma_copies import add_descriptor, issue_tma, slot_shape, start_slice, tma_blocks
@@ -265,7 +266,8 @@ class TilePipeline:
             users = [(u.owner, u.operand_number) for u in op.results[0].uses]
             to_dots = all(o.name == "tile.dot" and n in DOT_OPERANDS and o.parent == loop for o, n in users)
             if to_dots:
-                ok = str(t.element_type) in (("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16"))
+                ok = str(t.element_type) in (("f32",) if all(is_tf32(o) for o, _ in users) else ("f16", "bf16")) \
+                    or k_major_fp8(op, users)
             else:
                 ok = registers and element_bits(t.element_type) in (8, 16, 32) and all(inside(o, loop) for o, _ in users)
             # (a 1-D tile, a row's chunk, in slots of one row; not beside dots, whose TMA rings want 2-D blocks)

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import warnings
 
-from ..frontend.errors import CompilationError, SpillWarning, def_line, source_of
+from ..frontend.errors import CompilationError, SpillWarning, WarpSpecializeWarning, def_line, source_of
 from ..frontend.names import captured, described
 from ..frontend.paths import cache_dir, remove, share
 from .toolchain import TOOLCHAIN, check_toolchain
@@ -310,6 +310,13 @@ def _warn_spills(meta: dict, name: str, target: str, options: dict):
                       "registers)", SpillWarning, stacklevel=4)
 
 
+def _warn_warp_specialize(meta: dict, name: str, target: str):
+    """A WarpSpecializeWarning per loop that asked for warp specialization and kept its code."""
+    for reason in meta.get("warp_specialize_skipped") or ():
+        warnings.warn(f"tile: {name} ({target}): warp_specialize ignored for the loop at {reason}",
+                      WarpSpecializeWarning, stacklevel=4)
+
+
 def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipeline: str = "", build: bool = True):
     """The launcher of one specialization, from the cache or built first if it is missing (None
     then if not `build`); `edits` (`tile.Pipeline` edits) change its pass pipeline, whose
@@ -338,6 +345,7 @@ def load_or_build(kernel, signature, target: str, options: dict, edits=(), pipel
     meta, artifact = entry
     meta["cache_path"] = path
     _warn_spills(meta, kernel.name, target, options)
+    _warn_warp_specialize(meta, kernel.name, target)
     if target == "cpu":
         from .cpu_launcher import CpuLauncher
 

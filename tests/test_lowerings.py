@@ -9,10 +9,11 @@ from tile.dialects.op_definition import REGISTRY
 
 # What the CPU target has no lowering for, and why: the launch passes (tile-cpu-grid,
 # tile-gpu-launch) give the program ids; tile-pipeline's shared-memory rings, TMA and async
-# copies exist only on a GPU (it does not run for the CPU).
+# copies, and tile-warp-specialize's warp roles, exist only on a GPU (neither runs for the CPU).
 NOT_ON_CPU = {"tile.program_id", "tile.num_programs", "tile.async_commit", "tile.async_copy", "tile.async_wait",
               "tile.dot_wait", "tile.local_alloc", "tile.local_dealloc", "tile.local_load", "tile.local_store",
-              "tile.mbarrier_alloc", "tile.mbarrier_dealloc", "tile.mbarrier_wait", "tile.tma_load", "tile.tma_store"}
+              "tile.mbarrier_alloc", "tile.mbarrier_dealloc", "tile.mbarrier_wait", "tile.tma_load", "tile.tma_store",
+              "tile.warp_role", "tile.set_max_registers", "tile.mbarrier_arrive"}
 
 
 def _tile_ops() -> set[str]:

@@ -70,6 +70,47 @@ def with_register_cap(ptx: str, cap: int) -> str:
     return re.sub(r"^(\.maxntid [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {cap}", ptx, count=1, flags=re.M)
 
 
+_SETMAXNREG = r"(setmaxnreg\.{}\.sync\.aligned\.u32\s+)(\d+);"
+
+
+def one_block_registers(ptx: str) -> str | None:
+    """A warp-specialized kernel's PTX (`tile-warp-specialize`) with the register split for one
+    block an SM (`register_plan(blocks=1)`: 240 for the consumers, the producer 40 or, beside
+    two consumer warpgroups or more, 24), or None if it has that many already or is none."""
+    from ...passes.tile_warp_specialize import PRODUCER_WARPS, register_plan
+
+    inc = re.search(_SETMAXNREG.format("inc"), ptx)
+    threads = re.search(r"\.maxntid (\d+)", ptx)
+    if inc is None or threads is None or ".maxnreg" not in ptx:
+        return None
+    consumer_warps = int(threads.group(1)) // 32 - PRODUCER_WARPS
+    launch, consumer, producer = register_plan(consumer_warps, 40 if consumer_warps == 4 else 24, blocks=1)
+    if consumer <= int(inc.group(2)):
+        return None
+    ptx = re.sub(_SETMAXNREG.format("inc"), lambda m: f"{m.group(1)}{consumer};", ptx)
+    ptx = re.sub(_SETMAXNREG.format("dec"), lambda m: f"{m.group(1)}{producer};", ptx)
+    return re.sub(r"^\.maxnreg \d+$", f".maxnreg {launch}", ptx, flags=re.M)
+
+
+def _warp_specialized(cubin: bytes, log: str, ptx: str, target: str) -> tuple[bytes, str]:
+    """A warp-specialized kernel's build: where its consumers spill, the split of one block an
+    SM if that spills less. Its registers at launch must be the `.maxnreg` its split assumes:
+    with fewer, what the producer's `setmaxnreg.dec` frees would not cover the consumers'
+    `setmaxnreg.inc`, which would wait forever."""
+    roomier = one_block_registers(ptx) if _spill_bytes(log) else None
+    if roomier is not None:
+        roomy, roomy_log = _ptxas(roomier, target, [])
+        if _spill_bytes(roomy_log) < _spill_bytes(log):
+            note = "\ntile: the warp-specialized split of one block an SM (240 for the consumers), as they spilled\n"
+            cubin, log, ptx = roomy, roomy_log + note, roomier
+    used, want = re.search(r"Used (\d+) registers", log), re.search(r"^\.maxnreg (\d+)$", ptx, flags=re.M)
+    if used is None or want is None or used.group(1) != want.group(1):
+        raise CompilationError(f"ptxas gave a warp-specialized kernel {used and used.group(1)} registers a thread, not "
+                               f"the {want and want.group(1)} its setmaxnreg split assumes (setmaxnreg.inc could wait "
+                               "forever): an internal error of tile-warp-specialize")
+    return cubin, log
+
+
 def _spill_bytes(log: str) -> int:
     return sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log))
 
@@ -82,6 +123,8 @@ def assemble(ptx: str, target: str) -> tuple[bytes, str]:
     used = re.search(r"Used (\d+) registers", log)
     if threads is None or used is None:
         return cubin, log
+    if "setmaxnreg" in ptx:  # warp-specialized: its register split is its own (`.maxnreg`), no cap applies
+        return _warp_specialized(cubin, log, ptx, target)
     most = min(REGISTERS_PER_THREAD, REGISTERS_PER_SM // int(threads.group(1)) // 8 * 8)
     if _spill_bytes(log) and int(used.group(1)) < most and ".maxnreg" not in ptx:
         roomy, roomy_log = _ptxas(with_register_cap(ptx, most), target, [])

@@ -19,6 +19,7 @@ from mlir import ir
 from mlir.dialects import arith, bufferization, linalg, memref, tensor
 
 from ...dialects.tile_ops import is_tf32, permutation_of
+from ...passes.fp8_dots import is_fp8_dot, widen_to_f16
 from ...passes.registry import register_pass
 from ...passes.walk import collect, walk
 from .float_sums import halve_float_sum
@@ -226,6 +227,8 @@ def lower_dot(op):
     a, b, acc = op.operands
     if is_tf32(op):
         a, b = round_to_tf32(a), round_to_tf32(b)
+    if is_fp8_dot(op):  # (as tile-fp8-dots does where no float8 wgmma takes it: exactly)
+        a, b = widen_to_f16(a), widen_to_f16(b)
     return linalg.matmul(a, b, outs=[acc])
 
 

@@ -299,10 +299,12 @@ def op_tile_program_id(self, op):
     dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
     self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.block_id(dim))
 
+
 @lowering("tile.num_programs", target="gpu")
 def op_tile_num_programs(self, op):
     dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
     self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.grid_dim(dim))
+
 
 @lowering("func.return", target="gpu")
 def op_func_return(self, op):
@@ -310,9 +312,11 @@ def op_func_return(self, op):
         bulk_reads_done(self, barrier=False)
     gpu.ReturnOp([])
 
+
 @lowering("scf.yield", target="gpu")
 def op_scf_yield(self, op):
     scf.YieldOp([self.value(v) for v in op.operands])
+
 
 @lowering("scf.for", target="gpu")
 def op_scf_for(self, op):
@@ -325,6 +329,7 @@ def op_scf_for(self, op):
         self.block(old_body)
     for a, b in zip(op.results, new.results):
         self.map[a] = b
+
 
 @lowering("scf.while", target="gpu")
 def op_scf_while(self, op):
@@ -340,9 +345,11 @@ def op_scf_while(self, op):
     for a, b in zip(op.results, new.results):
         self.map[a] = b
 
+
 @lowering("scf.condition", target="gpu")
 def op_scf_condition(self, op):
     scf.ConditionOp(self.value(op.operands[0]), [self.value(v) for v in list(op.operands)[1:]])
+
 
 @lowering("scf.if", target="gpu")
 def op_scf_if(self, op):
@@ -354,6 +361,7 @@ def op_scf_if(self, op):
             self.block(op.regions[1].blocks[0])
     for a, b in zip(op.results, new.results):
         self.map[a] = b
+
 
 @lowering("scf.execute_region", target="gpu")
 def op_scf_execute_region(self, op):  # a fusion group: its ops simply run in place

@@ -56,6 +56,7 @@ from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
+from ...passes.tile_fuse import read_as_fp8_b
 from .held_registers import defer
 from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
 from .static_registers import constant_offset_groups, static_values, thread_coords
@@ -100,6 +101,17 @@ def stage(self, value, tile: SharedTile, chunk=None):
         store_run(tile.buf, vals, r, w, at, tile.elem)
 
 
+def stage_transposed(self, value, tile: SharedTile):
+    """Every register of a 2-D R x C tile into the C x R shared tile `tile` (swizzled) at its
+    transposed place, one element at a time (a float8 wgmma's N-major B, read K-major)."""
+    dist = self.dist(value)
+    n = dist.num_registers
+    vals = elements(self.value(value), n)
+    rows, cols = slot_coords([elements(c, n) for c in self.coords(dist)], n)
+    for r in range(n):
+        memref.StoreOp(vals[r], tile.buf, [to_index(tile.offset(cols[r], rows[r]))])
+
+
 def unstage(self, out: list, dist, tile: SharedTile, chunk=None):
     """The inverse of `stage`: a 2-D tile's registers in layout `dist` (with `chunk`, that
     chunk's) read from the shared tile into `out`, with vector loads along rows where possible."""
@@ -115,7 +127,8 @@ def op_tile_local_load(self, op):
     along its rows (`ld.shared`); the slot holds it in the tile's own orientation."""
     tile = self.map[op.operands[0]].slot(self.value(op.operands[1]))
     tile = dataclasses.replace(tile, transposed="transposed" in op.attributes)
-    if all(u.owner.name == "tile.dot" for u in op.results[0].uses):
+    if all(u.owner.name == "tile.dot" or u.owner.name == "tile.trans" and read_as_fp8_b(u.owner.results[0])
+           for u in op.results[0].uses):  # (read by dots in place; a float8 B through its transpose: fp8_operands.py)
         self.map[op.results[0]] = tile
         return
     if tile.transposed:

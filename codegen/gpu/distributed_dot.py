@@ -26,7 +26,7 @@ from ...dialects.tile_ops import is_tf32
 from ...frontend.errors import TileError
 from ..common.ir_builders import to_index
 from .distributed_async_copy import SharedTile, shared_writes_done
-from .distributed_convert import stage
+from .distributed_convert import stage, stage_transposed
 from .distributed_layout import MmaDistribution, WgmmaDistribution
 from .distributed_wgmma import registers_a, wgmma_dot
 from .distributed_wgmma import supported as wgmma_supported
@@ -36,12 +36,13 @@ from ..common.lowerings import lowering
 
 
 def k_step(dot) -> int | None:
-    """The K of one mma.sync for this dot's operands (16 for f16/bf16, 8 for f32 as tf32),
-    or None where the tensor cores cannot multiply them (exact f32)."""
+    """The K of one mma.sync for this dot's operands (16 for f16/bf16, 8 for f32 as tf32;
+    32 for float8, which only wgmma takes: `passes/fp8_dots.py`), or None where the tensor
+    cores cannot multiply them (exact f32)."""
     elem = str(ir.RankedTensorType(dot.operands[0].type).element_type)
     if is_tf32(dot):
         return 8
-    return 16 if elem in ("f16", "bf16") else None
+    return {"f16": 16, "bf16": 16, "f8E4M3FN": 32, "f8E5M2": 32}.get(elem)
 
 
 def _pack(frag, rows: int):
@@ -85,8 +86,8 @@ def op_tile_dot(self, op):
     cd = self.dist(op.results[0])
     tf32 = is_tf32(op)
     step = k_step(op)
-    if step is None:
-        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32), not {elem}")
+    if step is None or step == 32 and not isinstance(cd, WgmmaDistribution):
+        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32; float8 on wgmma), not {elem}")
     if not isinstance(cd, MmaDistribution) or K % step or ir.RankedTensorType(acc.type).element_type != f32:
         raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of {step}")
     ta, tb = (self.map.get(v) for v in (a, b))
@@ -100,8 +101,19 @@ def op_tile_dot(self, op):
             ta = SharedTile(buf, i32(0), M, K, elem)
             stage(self, a, ta)
         if tb is None:
-            tb = SharedTile(buf, i32(0 if ta is None or ta.buf != buf else M * K), K, N, elem)
-            stage(self, b, tb)
+            elem_b = ir.RankedTensorType(b.type).element_type
+            buf_b = buf if elem_b == elem else self.scratch(elem_b, need, align=1024)  # (float8 e4m3 by e5m2)
+            base = i32(0 if ta is None or ta.buf != buf else M * K)
+            if step == 32:  # float8 wgmma reads B K-major only: stored transposed (`passes/fp8_dots.py`)
+                tb = SharedTile(buf_b, base, N, K, elem_b, transposed=True)
+                source = None if isinstance(b.owner, ir.Block) else b.owner.operation
+                if source is not None and source.name == "tile.trans" and self.map.get(b) is None:
+                    stage(self, source.operands[0], tb)  # B's transpose, in registers as loaded (fp8_operands.py)
+                else:
+                    stage_transposed(self, b, tb)
+            else:
+                tb = SharedTile(buf_b, base, K, N, elem_b)
+                stage(self, b, tb)
         shared_writes_done(self)
     if isinstance(cd, WgmmaDistribution):
         why = wgmma_supported(ta, tb)

@@ -93,8 +93,11 @@ def op_tile_tma_load(self, op):
     for p in range(ring.cols // panel):
         # Each copy in the next warp in turn (a branch the other warps skip), so that no one warp,
         # which the others then wait for at the next barrier, issues them all.
-        warp = self.tma_issuer % self.num_warps
-        self.tma_issuer += 1
+        if "warp" in op.attributes:  # a warp-specialized producer's: its one issuing warp
+            warp = ir.IntegerAttr(op.attributes["warp"]).value
+        else:
+            warp = self.tma_issuer % self.num_warps
+            self.tma_issuer += 1
         mine = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, self.warp, i32(warp)))
         with ir.InsertionPoint(mine.then_block):
             if p == 0:  # the arrival with the slot's bytes; a copy may land before it (tx-count goes negative)

@@ -37,6 +37,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvvm, vector
 
 from ...dialects.layout import element_bits as bits
+from ...frontend.errors import TileError
 from ..common.lowerings import lowering
 from .distributed_async_copy import SharedTile
 from .distributed_layout import WgmmaDistribution
@@ -132,11 +133,19 @@ def _wgmma_registers_a(struct, acc, n: int, frags: list, desc_b, tn: int, elem, 
     return llvm.InlineAsmOp(struct, accs + frags + [desc_b], asm, constraints, has_side_effects=True).result
 
 
+_WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+
+
 def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
-    """ta None: A from registers (`registers_a`)."""
+    """ta None: A from registers (`registers_a`). float8 operands (e4m3, e5m2, one of each)
+    take `m64nNk32` steps, both K-major (A as loaded, B from a transposed tile)."""
     acc = op.operands[2]
     cd = self.dist(op.results[0])
     elem = tb.elem
+    elem_a = ir.RankedTensorType(op.operands[0].type).element_type
+    kstep = 256 // bits(elem)  # 32 bytes of K an instruction: k16 for 16-bit types, k32 for float8
+    if bits(elem) == 8 and (ta is None or ta.transposed or not tb.transposed):
+        raise TileError("internal: a float8 wgmma operand is not K-major in shared memory")
     f32 = ir.F32Type.get()
     gn = cd.layout.warpgroups[1]
     (tm, tn), (reps_m, reps_n) = cd.warp_tile, cd.reps
@@ -170,7 +179,8 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
         accs.append(s)
     # shape, A/B/D types, D/A/B scales, A layout (row: K-major), B layout (row: N-major); col for a transposed slot
     attrs = [ir.Attribute.parse(a) for a in (
-        f"#nvvm.shape<m = 64, n = {tn}, k = 16>", f"#nvvm.wgmma_type<{elem}>", f"#nvvm.wgmma_type<{elem}>",
+        f"#nvvm.shape<m = 64, n = {tn}, k = {kstep}>", f"#nvvm.wgmma_type<{_WGMMA_TYPES[str(elem_a)]}>",
+        f"#nvvm.wgmma_type<{_WGMMA_TYPES[str(elem)]}>",
         "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
         "#nvvm.wgmma_scale_in<one>", *(f"#nvvm.mma_layout<{'col' if t is not None and t.transposed else 'row'}>"
                                        for t in (ta, tb)))]
@@ -179,14 +189,14 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
         a_regs = elements(self.value(op.operands[0]), da.num_registers)
     nvvm.WgmmaFenceAlignedOp()
     k = ir.RankedTensorType(op.operands[0].type).shape[1]
-    for ks in range(k // 16):  # K steps
-        b = _at(desc_b, tb, 0, (None, ks * 16)) if tb.transposed else _at(desc_b, tb, ks * 16, col_b)
+    for ks in range(k // kstep):  # K steps
+        b = _at(desc_b, tb, 0, (None, ks * kstep)) if tb.transposed else _at(desc_b, tb, ks * kstep, col_b)
         for rm in range(reps_m):
             if ta is None:
                 accs[rm] = _wgmma_registers_a(struct, accs[rm], reps_n * 4, _a_fragments(da, a_regs, elem, rm, ks),
                                               b, tn, elem, 0 if tb.transposed else 1)
                 continue
-            a = _at(desc_a, ta, ks * 16, (col_a, rm * 64)) if ta.transposed else _at(desc_a, ta, rm * 64, (None, ks * 16))
+            a = _at(desc_a, ta, ks * 16, (col_a, rm * 64)) if ta.transposed else _at(desc_a, ta, rm * 64, (None, ks * kstep))
             accs[rm] = nvvm.WgmmaMmaAsyncOp(struct, accs[rm], a, b, *attrs).result
     nvvm.WgmmaGroupSyncAlignedOp()
     if "in_flight" not in op.attributes:  # else a later `tile.dot_wait` (see tile-pipeline)

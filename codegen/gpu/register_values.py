@@ -122,7 +122,7 @@ def elementwise(self, op):
     return self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
 
 
-@lowering("tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", "tile.trans", target="gpu")
+@lowering("tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", target="gpu")
 def remat_own(self, op):
     result = op.results[0]
     d = self.dist(result)
