@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ORDER = ("dialects", "frontend", "passes", "codegen", "runtime")
@@ -134,3 +135,14 @@ def test_runtime_loads_no_mlir_until_it_compiles():
                                                     node.names[0].name).split(".")[0] == "mlir"
                                                for node in ast.parse(MODS[m].read_text()).body)]
     assert not mlir, f"imported at module level from the runtime, and importing MLIR: {mlir}"
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists the packages by hand (the repo root is `tile`): a new folder of
+    modules missing there would import from a checkout and an editable install, but not from a
+    wheel."""
+    line = re.search(r"^packages = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    listed = {name.strip().strip('"') for name in line.split(",")}
+    packages = {m for m, path in MODS.items() if path.name == "__init__.py"}
+    assert packages - listed == set()
+    assert "tile.codegen.gpu" in packages

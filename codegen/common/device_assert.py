@@ -12,6 +12,7 @@ from mlir.dialects import arith, llvm
 
 from ...dialects import tile_ops
 from .device_print import _declare, _symbols
+from .lowerings import lowering
 
 # (the JIT's runtime symbols are `_mlir_ciface_` + the name `ExecutionEngine.register_runtime` takes)
 CPU_CALLBACK = "tile_assert_fail"
@@ -35,6 +36,7 @@ def _assert_names(names) -> int:
     return len([n for n in names if n.startswith("tile_assert_")])
 
 
+@lowering("tile.assert_fail", target="cpu")
 def lower_assert_fail(op):
     """The CPU target: the launcher's callback, with the message and the program id."""
     body, names = _symbols(op)
@@ -54,6 +56,7 @@ def _module_being_built():
     return op
 
 
+@lowering("tile.assert_fail", target="gpu")
 def op_tile_assert_fail(self, op):
     """A GPU: CUDA's `__assertfail(message, file, line, function, char size)` in every thread,
     as Triton's device_assert: the driver prints the message (once per thread) and the

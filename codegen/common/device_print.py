@@ -16,6 +16,7 @@ from mlir.dialects import arith, llvm, scf, tensor
 
 from ...dialects import tile_ops
 from .ir_builders import const_index
+from .lowerings import lowering
 
 
 def _prefix(op) -> str:
@@ -108,6 +109,7 @@ def _for_each_index(shape, body, ivs=()):
         scf.YieldOp([])
 
 
+@lowering("tile.print", target="cpu")
 def lower_print(op):
     value = op.operands[0]
     pids = [tile_ops.program_id(a) for a in range(3)]

@@ -6,6 +6,9 @@ for upstream `convert-elementwise-to-linalg`, and `tile.program_id` /
 `tile.num_programs` for the target's launch pass (grid loops on the CPU,
 block ids on a GPU). Layout encodings are dropped: from here on the IR is
 target-neutral tensors and buffers.
+
+Each op's lowering is registered by its name (`@lowering("tile.load", target="cpu")`,
+`common/lowerings.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ...passes.fp8_dots import is_fp8_dot, widen_to_f16
 from ...passes.registry import register_pass
 from ...passes.walk import collect, walk
 from .float_sums import halve_float_sum
+from ..common.lowerings import lowering, lowerings
 from ..common.ir_builders import combine, const_index, flat_view, if_else, parallel_loop, to_index
 from ..common.tf32_rounding import round_to_tf32
 
@@ -46,8 +50,9 @@ def empty(shape, elem):
     return tensor.EmptyOp(shape, elem).result
 
 
-# ---- one lowering per tile op ------------------------------------------------------
+# ---- one lowering per tile op (more in other files: grep an op's name) -------------------
 
+@lowering("tile.arange", target="cpu")
 def lower_arange(op):
     start = ir.IntegerAttr(op.attributes["start"]).value
     ty = ir.RankedTensorType(op.result.type)
@@ -59,11 +64,13 @@ def lower_arange(op):
     return generic([ty], [], [empty([ty.shape[0]], ty.element_type)], [_identity(1)], ["parallel"], body).result
 
 
+@lowering("tile.splat", target="cpu")
 def lower_splat(op):
     ty = ir.RankedTensorType(op.result.type)
     return linalg.fill(op.operands[0], outs=[empty(list(ty.shape), ty.element_type)])
 
 
+@lowering("tile.broadcast", target="cpu")
 def lower_broadcast(op):
     src, ty = op.operands[0], ir.RankedTensorType(op.result.type)
     src_shape = list(ir.RankedTensorType(src.type).shape)
@@ -75,6 +82,7 @@ def lower_broadcast(op):
     return generic([ty], [src], [out], [src_map, _identity(rank)], ["parallel"] * rank, lambda x, _o: [x]).result
 
 
+@lowering("tile.trans", target="cpu")
 def lower_trans(op):
     src, ty = op.operands[0], ir.RankedTensorType(op.result.type)
     perm, rank = permutation_of(op), len(ty.shape)
@@ -87,6 +95,7 @@ def lower_trans(op):
                    lambda x, _o: [x]).result
 
 
+@lowering("tile.reshape", target="cpu")
 def lower_reshape(op):
     src, ty = op.operands[0], ir.RankedTensorType(op.result.type)
     src_ty = ir.RankedTensorType(src.type)
@@ -112,6 +121,7 @@ def _reduce_identity(kind, elem):
     return arith.ConstantOp(elem, ir.FloatAttr.get(elem, v)).result
 
 
+@lowering("tile.reduce", target="cpu")
 def lower_reduce(op):
     src = op.operands[0]
     axis = ir.IntegerAttr(op.attributes["axis"]).value
@@ -129,6 +139,7 @@ def lower_reduce(op):
     return res if out_shape else tensor.ExtractOp(res, []).result
 
 
+@lowering("tile.load", target="cpu")
 def lower_load(op):
     base, offsets, mask, other = op.operands
     flat = flat_view(base)
@@ -146,6 +157,7 @@ def lower_load(op):
                    lambda off, m, oth, _o: [read(off, m, oth)]).result
 
 
+@lowering("tile.store", target="cpu")
 def lower_store(op):
     base, offsets, value, mask = op.operands
     flat = flat_view(base)
@@ -182,6 +194,7 @@ def _tile_coords(base, indices, shape, ivs):
     return coords, inside
 
 
+@lowering("tile.load_tile", target="cpu")
 def lower_load_tile(op):
     base, *indices = op.operands
     ty = ir.RankedTensorType(op.result.type)
@@ -196,6 +209,7 @@ def lower_load_tile(op):
     return generic([ty], [], [empty(list(ty.shape), ty.element_type)], [_identity(rank)], ["parallel"] * rank, body).result
 
 
+@lowering("tile.store_tile", target="cpu")
 def lower_store_tile(op):
     base, value, *indices = op.operands
     shape = list(ir.RankedTensorType(value.type).shape)
@@ -208,6 +222,7 @@ def lower_store_tile(op):
     return None
 
 
+@lowering("tile.dot", target="cpu")
 def lower_dot(op):
     a, b, acc = op.operands
     if is_tf32(op):
@@ -217,6 +232,7 @@ def lower_dot(op):
     return linalg.matmul(a, b, outs=[acc])
 
 
+@lowering("tile.gather", target="cpu")
 def lower_gather(op):
     # result[..., i, ...] = src[..., index[..., i, ...], ...]: a generic over the index tile
     # whose payload extracts from the source. Indices are taken modulo the source's extent,
@@ -236,28 +252,9 @@ def lower_gather(op):
     return generic([ty], [index], [empty(list(ty.shape), ty.element_type)], maps, ["parallel"] * ty.rank, body).result
 
 
+@lowering("tile.convert_layout", target="cpu")
 def lower_convert_layout(op):
     return op.operands[0]
-
-
-LOWERINGS = {
-    "tile.arange": lower_arange, "tile.splat": lower_splat, "tile.broadcast": lower_broadcast,
-    "tile.reshape": lower_reshape, "tile.trans": lower_trans, "tile.reduce": lower_reduce, "tile.load": lower_load,
-    "tile.store": lower_store, "tile.load_tile": lower_load_tile, "tile.store_tile": lower_store_tile,
-    "tile.dot": lower_dot, "tile.convert_layout": lower_convert_layout, "tile.gather": lower_gather,
-}
-
-
-from ..common.device_print import lower_print  # noqa: E402  (they build on the helpers above)
-from .linalg_atomics import lower_atomic, lower_barrier  # noqa: E402
-
-LOWERINGS["tile.print"] = lower_print
-LOWERINGS["tile.atomic_rmw"] = LOWERINGS["tile.atomic_cas"] = lower_atomic
-LOWERINGS["tile.barrier"] = lower_barrier
-from ..common.device_assert import lower_assert_fail  # noqa: E402
-LOWERINGS["tile.assert_fail"] = lower_assert_fail
-from .grid_dependency import lower_grid_dependency  # noqa: E402
-LOWERINGS["tile.grid_dependency"] = lower_grid_dependency
 
 
 def inline_fused(op):
@@ -323,9 +320,10 @@ class ConvertTileToLinalg:
             if "tile.fusion_group" in op.attributes:
                 inline_fused(op)
         strip_encodings(module_op)
-        for op in collect(module_op, set(LOWERINGS)):
+        table = lowerings("cpu")
+        for op in collect(module_op, set(table)):
             with ir.InsertionPoint(op), op.location:
-                new = LOWERINGS[op.name](op.opview if hasattr(op, "opview") else op)
+                new = table[op.name](op.opview if hasattr(op, "opview") else op)
             if new is not None:
                 op.results[0].replace_all_uses_with(new)
             op.erase()

@@ -27,6 +27,7 @@ from ...passes.registry import register_pass
 from ...passes.walk import collect
 
 from ..common.ir_builders import flat_view, if_else, parallel_loop, to_index
+from ..common.lowerings import lowering
 from ..common.predicated_access import ByteAddress
 
 # kind -> (integer, float) arith.atomicrmw kind
@@ -131,6 +132,7 @@ def atomic_update(op, flat):
     return update
 
 
+@lowering("tile.atomic_rmw", "tile.atomic_cas", target="cpu")
 def lower_atomic(op):
     # In an scf.parallel like a store's (a linalg.generic whose result nothing reads may be
     # erased, its atomics with it); the old values, where read, through a buffer of their own.
@@ -164,6 +166,7 @@ def lower_atomic(op):
     return bufferization.ToTensorOp(ty, old, restrict=True).result if used else None
 
 
+@lowering("tile.barrier", target="cpu")
 def lower_barrier(op):
     """Nothing: the CPU runs each program in one thread."""
     return None

@@ -23,6 +23,10 @@ elements L gives that thread (`distributed_layout.py`):
 All shared memory is one dynamic scratch buffer reused by every exchange, each
 fenced by barriers.
 
+Each op's lowering is registered by its name (`@lowering("tile.load", target="gpu")`,
+`common/lowerings.py`) in the module of its topic; the `Translator` holds the state they
+share (each value's registers, coordinates, the scratch buffer) and lowers the rest.
+
     # before (tile-opt stage)
     %s = arith.addf %a, %b : tensor<1024xf32, #tile.blocked<[4], [32], [4], [0]>>
     # after (gpu stage, 4 warps: 8 registers per thread)
@@ -44,6 +48,8 @@ from ...passes.registry import register_pass
 from ...passes.walk import all_ops
 from ...passes.axis_info import AxisInfo
 from ..common.ir_builders import const_index, kernel_functions, to_index
+from ..common.lowerings import lowering, lowerings
+from . import register_values
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
 from .fast_math import f32_form
 from .register_vectors import elements as _elements
@@ -87,6 +93,7 @@ class Translator:
         self.deferred: dict = {}  # value -> (how to make it, the block it was deferred in): held_registers.defer
         self.async_tokens: list = []  # cp.async copies since the last commit (distributed_async_copy.py)
         self.tma_issuer = 0  # the warp whose lane 0 issues the next TMA copy (distributed_tma.py)
+        self.lowerings = lowerings("gpu")  # op name -> lowering (common/lowerings.py)
         dots = [o for o in all_ops(fn) if o.name == "tile.dot"]
         self.has_dot = bool(dots)
         # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.
@@ -240,10 +247,10 @@ class Translator:
 
     def _op(self, op):
         name = op.name
-        handler = getattr(self, "op_" + name.replace(".", "_"), None)
+        handler = self.lowerings.get(name)
         with op.location:
             if handler is not None:
-                return handler(op)
+                return handler(self, op)
             tensors = any(isinstance(v.type, ir.RankedTensorType) for v in [*op.operands, *op.results])
             if is_elementwise(op) and tensors:
                 if only_read_through(op.results[0]):  # (a row's mean, read back along the row)
@@ -268,98 +275,102 @@ class Translator:
             for a, b in zip(op.results, new.results):
                 self.map[a] = b
 
-    def op_arith_constant(self, op):
-        t = op.results[0].type
-        if isinstance(t, ir.RankedTensorType):
-            self.map[op.results[0]] = self.eval_at(op.results[0], self.coords(self.dist(op.results[0])), self.dist(op.results[0]).num_registers)
-        else:
-            self.map[op.results[0]] = arith.ConstantOp(t, op.attributes["value"]).result
-
-    from .register_values import (clone_elementwise, elementwise, eval_at, rematerializable,  # noqa: E402
-                                  remat_own, uniform_run)
-    op_tile_arange = op_tile_splat = op_tile_broadcast = op_tile_reshape = remat_own
-
-    def op_tile_program_id(self, op):
-        dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
-        self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.block_id(dim))
-
-    def op_tile_num_programs(self, op):
-        dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
-        self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.grid_dim(dim))
-
-    def op_func_return(self, op):
-        if self.has_tma_store:  # the block's shared memory outlives the TMA stores' reads of it
-            bulk_reads_done(self, barrier=False)
-        gpu.ReturnOp([])
-
-    def op_scf_yield(self, op):
-        scf.YieldOp([self.value(v) for v in op.operands])
-
     def _carried_type(self, v):
         return self.vtype(v) if isinstance(v.type, ir.RankedTensorType) else v.type
 
-    def op_scf_for(self, op):
-        lb, ub, step, *inits = [self.value(v) for v in op.operands]
-        new = scf.ForOp(lb, ub, step, inits)
-        old_body = op.regions[0].blocks[0]
-        for a, b in zip(old_body.arguments, [new.induction_variable, *new.inner_iter_args]):
+    # The value model (register_values.py) as methods: the lowerings reach it through the translator.
+    clone_elementwise, elementwise, eval_at = (register_values.clone_elementwise, register_values.elementwise,
+                                               register_values.eval_at)
+    rematerializable, remat_own, uniform_run = (register_values.rematerializable, register_values.remat_own,
+                                                register_values.uniform_run)
+
+
+@lowering("arith.constant", target="gpu")
+def op_arith_constant(self, op):
+    t = op.results[0].type
+    if isinstance(t, ir.RankedTensorType):
+        self.map[op.results[0]] = self.eval_at(op.results[0], self.coords(self.dist(op.results[0])), self.dist(op.results[0]).num_registers)
+    else:
+        self.map[op.results[0]] = arith.ConstantOp(t, op.attributes["value"]).result
+
+
+@lowering("tile.program_id", target="gpu")
+def op_tile_program_id(self, op):
+    dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
+    self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.block_id(dim))
+
+
+@lowering("tile.num_programs", target="gpu")
+def op_tile_num_programs(self, op):
+    dim = _DIMS[ir.IntegerAttr(op.attributes["axis"]).value]
+    self.map[op.results[0]] = arith.index_cast(ir.IntegerType.get_signless(32), gpu.grid_dim(dim))
+
+
+@lowering("func.return", target="gpu")
+def op_func_return(self, op):
+    if self.has_tma_store:  # the block's shared memory outlives the TMA stores' reads of it
+        bulk_reads_done(self, barrier=False)
+    gpu.ReturnOp([])
+
+
+@lowering("scf.yield", target="gpu")
+def op_scf_yield(self, op):
+    scf.YieldOp([self.value(v) for v in op.operands])
+
+
+@lowering("scf.for", target="gpu")
+def op_scf_for(self, op):
+    lb, ub, step, *inits = [self.value(v) for v in op.operands]
+    new = scf.ForOp(lb, ub, step, inits)
+    old_body = op.regions[0].blocks[0]
+    for a, b in zip(old_body.arguments, [new.induction_variable, *new.inner_iter_args]):
+        self.map[a] = b
+    with ir.InsertionPoint(new.body):
+        self.block(old_body)
+    for a, b in zip(op.results, new.results):
+        self.map[a] = b
+
+
+@lowering("scf.while", target="gpu")
+def op_scf_while(self, op):
+    inits = [self.value(v) for v in op.operands]
+    new = scf.WhileOp([self._carried_type(r) for r in op.results], inits)
+    for old_region, new_region in zip(op.regions, (new.before, new.after)):
+        old_block = old_region.blocks[0]
+        block = new_region.blocks.append(*[self._carried_type(a) for a in old_block.arguments])
+        for a, b in zip(old_block.arguments, block.arguments):
             self.map[a] = b
-        with ir.InsertionPoint(new.body):
-            self.block(old_body)
-        for a, b in zip(op.results, new.results):
-            self.map[a] = b
+        with ir.InsertionPoint(block):
+            self.block(old_block)
+    for a, b in zip(op.results, new.results):
+        self.map[a] = b
 
-    def op_scf_while(self, op):
-        inits = [self.value(v) for v in op.operands]
-        new = scf.WhileOp([self._carried_type(r) for r in op.results], inits)
-        for old_region, new_region in zip(op.regions, (new.before, new.after)):
-            old_block = old_region.blocks[0]
-            block = new_region.blocks.append(*[self._carried_type(a) for a in old_block.arguments])
-            for a, b in zip(old_block.arguments, block.arguments):
-                self.map[a] = b
-            with ir.InsertionPoint(block):
-                self.block(old_block)
-        for a, b in zip(op.results, new.results):
-            self.map[a] = b
 
-    def op_scf_condition(self, op):
-        scf.ConditionOp(self.value(op.operands[0]), [self.value(v) for v in list(op.operands)[1:]])
+@lowering("scf.condition", target="gpu")
+def op_scf_condition(self, op):
+    scf.ConditionOp(self.value(op.operands[0]), [self.value(v) for v in list(op.operands)[1:]])
 
-    def op_scf_if(self, op):
-        new = scf.IfOp(self.value(op.operands[0]), [self._carried_type(r) for r in op.results], has_else=len(op.regions[1].blocks) > 0)
-        with ir.InsertionPoint(new.then_block):
-            self.block(op.regions[0].blocks[0])
-        if len(op.regions[1].blocks):
-            with ir.InsertionPoint(new.else_block):
-                self.block(op.regions[1].blocks[0])
-        for a, b in zip(op.results, new.results):
-            self.map[a] = b
 
-    def op_scf_execute_region(self, op):  # a fusion group: its ops simply run in place
-        body = op.regions[0].blocks[0]
-        ops = list(body.operations)
-        for inner in ops[:-1]:
-            self.op(inner.operation)
-        for r, v in zip(op.results, ops[-1].operands):
-            self.map[r] = self.value(v)
+@lowering("scf.if", target="gpu")
+def op_scf_if(self, op):
+    new = scf.IfOp(self.value(op.operands[0]), [self._carried_type(r) for r in op.results], has_else=len(op.regions[1].blocks) > 0)
+    with ir.InsertionPoint(new.then_block):
+        self.block(op.regions[0].blocks[0])
+    if len(op.regions[1].blocks):
+        with ir.InsertionPoint(new.else_block):
+            self.block(op.regions[1].blocks[0])
+    for a, b in zip(op.results, new.results):
+        self.map[a] = b
 
-    from .distributed_memory import op_tile_load, op_tile_store, op_tile_load_tile, op_tile_store_tile  # noqa: E402
-    from .distributed_atomic import op_tile_atomic_cas, op_tile_atomic_rmw, op_tile_barrier  # noqa: E402
-    from .device_print import op_tile_print  # noqa: E402
-    from ..common.device_assert import op_tile_assert_fail  # noqa: E402
-    from .distributed_reduce import op_tile_reduce  # noqa: E402
-    from .distributed_dot import op_tile_dot  # noqa: E402
-    from .fp8_operands import op_tile_trans  # noqa: E402
-    from .distributed_wgmma import op_tile_dot_wait  # noqa: E402
-    from .distributed_async_copy import (op_tile_local_alloc, op_tile_local_dealloc,  # noqa: E402
-                                         op_tile_async_copy, op_tile_async_commit, op_tile_async_wait)
-    from .distributed_convert import (op_tile_convert_layout, op_tile_gather, op_tile_local_load,  # noqa: E402
-                                     op_tile_local_store)
-    from .distributed_tma import (op_tile_mbarrier_alloc, op_tile_tma_load, op_tile_mbarrier_wait,  # noqa: E402
-                                  op_tile_mbarrier_dealloc, op_tile_tma_store)
-    from .distributed_warp_specialize import (op_tile_warp_role, op_tile_set_max_registers,  # noqa: E402
-                                              op_tile_mbarrier_arrive)
-    from .grid_dependency import op_tile_grid_dependency  # noqa: E402
+
+@lowering("scf.execute_region", target="gpu")
+def op_scf_execute_region(self, op):  # a fusion group: its ops simply run in place
+    body = op.regions[0].blocks[0]
+    ops = list(body.operations)
+    for inner in ops[:-1]:
+        self.op(inner.operation)
+    for r, v in zip(op.results, ops[-1].operands):
+        self.map[r] = self.value(v)
 
 
 def read_only_arguments(fn) -> set:

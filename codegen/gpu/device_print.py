@@ -8,10 +8,12 @@ from mlir.dialects import arith, gpu
 
 from ..common.device_print import _line, _prefix
 from ..common.ir_builders import if_else
+from ..common.lowerings import lowering
 from .distributed_atomic import first_copies
 from .register_vectors import elements
 
 
+@lowering("tile.print", target="gpu")
 def op_tile_print(self, op):
     value = op.operands[0]
     pids = [arith.index_cast(ir.IntegerType.get_signless(32), gpu.block_id(d)) for d in (gpu.Dimension.x, gpu.Dimension.y,

@@ -35,6 +35,7 @@ from mlir.dialects import arith, gpu, memref, nvgpu, nvvm
 from ...dialects.layout import element_bits as bits
 from ...dialects.layout import shared_panel
 from ..common.ir_builders import const_index, flat_view, if_else, to_index
+from ..common.lowerings import lowering
 from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, from_elements, i32
 from .tail_masked_copies import at_run_starts, tail_copy, tail_mask
@@ -133,6 +134,7 @@ def shared_buffer(self, elem, count: int, align: int = 1024):
     return view, start
 
 
+@lowering("tile.local_alloc", target="gpu")
 def op_tile_local_alloc(self, op):
     t = ir.MemRefType(op.results[0].type)
     stages, rows, cols = t.shape
@@ -140,6 +142,7 @@ def op_tile_local_alloc(self, op):
     self.map[op.results[0]] = Ring(buf, stages, rows, cols, t.element_type, byte_base)
 
 
+@lowering("tile.local_dealloc", target="gpu")
 def op_tile_local_dealloc(self, op):
     """Scratch may use the ring's memory from here on: above the buffers still live."""
     self.live_buffers.pop(self.map[op.operands[0]].byte_base, None)
@@ -184,6 +187,7 @@ def _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v: int) -> None:
             bypassL1=ir.UnitAttr.get() if v * bits(elem) == 128 else None).result)
 
 
+@lowering("tile.async_copy", target="gpu")
 def op_tile_async_copy(self, op):
     ring_v, slot, base, offsets, mask = op.operands
     ring = self.map[ring_v]
@@ -223,6 +227,7 @@ def slot_coords(coords: list, n: int) -> tuple:
     return (coords[0], coords[1]) if len(coords) == 2 else ([i32(0)] * n, coords[0])
 
 
+@lowering("tile.async_commit", target="gpu")
 def op_tile_async_commit(self, op):
     if self.async_tokens:
         nvgpu.DeviceAsyncCreateGroupOp(self.async_tokens)
@@ -231,6 +236,7 @@ def op_tile_async_commit(self, op):
     self.async_tokens = []
 
 
+@lowering("tile.async_wait", target="gpu")
 def op_tile_async_wait(self, op):
     nvvm.CpAsyncWaitGroupOp(ir.IntegerAttr(op.attributes["pending"]).value)
     shared_writes_done(self)

@@ -31,6 +31,7 @@ from ...frontend.errors import TileError
 from ..common.ir_builders import const_index, flat_view, if_else, to_index
 from .distributed_layout import Distribution, RowsDistribution, row_major_strides
 from ..common.predicated_access import ByteAddress
+from ..common.lowerings import lowering
 from .register_vectors import elements, from_elements, i32, linear_index
 
 
@@ -123,6 +124,7 @@ def _updater(self, op, base):
     return update
 
 
+@lowering("tile.atomic_rmw", "tile.atomic_cas", target="gpu")
 def op_tile_atomic_rmw(self, op):
     base, offsets, *values, mask = op.operands  # values: (value,) or, for a compare-and-swap, (cmp, value)
     elem = ir.MemRefType(base.type).element_type
@@ -167,8 +169,6 @@ def _to_copies(self, dist, olds: list, first: list, elem) -> list:
     return [memref.LoadOp(buf, [to_index(i)]).result for i in at]
 
 
-op_tile_atomic_cas = op_tile_atomic_rmw
-
-
+@lowering("tile.barrier", target="gpu")
 def op_tile_barrier(self, op):
     gpu.barrier()

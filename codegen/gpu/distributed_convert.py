@@ -51,6 +51,7 @@ from ...dialects.layout import element_bits as bits
 from ...dialects.layout import encoding_of
 from ...frontend.errors import TileError
 from ..common.ir_builders import to_index
+from ..common.lowerings import lowering
 from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
@@ -118,6 +119,7 @@ def unstage(self, out: list, dist, tile: SharedTile, chunk=None):
         out[r : r + w] = load_run(tile.buf, w, at, tile.elem)
 
 
+@lowering("tile.local_load", target="gpu")
 def op_tile_local_load(self, op):
     """A ring slot (`tile-pipeline`). Where only dots read it: no code, the slot itself, which
     `dot` reads with `ldmatrix` or wgmma descriptors. Where other ops read it (a quantized
@@ -137,6 +139,7 @@ def op_tile_local_load(self, op):
     self.map[op.results[0]] = from_elements(out, tile.elem)
 
 
+@lowering("tile.local_store", target="gpu")
 def op_tile_local_store(self, op):
     """A tile in registers into a ring slot (`tile-pipeline`'s staging of a decoded dot
     operand), then a barrier (after the async-proxy fence, for wgmma) before the dot reads
@@ -191,6 +194,7 @@ def chunks_of(self, dists, extent: int, fit: int, axis: int = 0, contiguous: boo
     return None
 
 
+@lowering("tile.convert_layout", target="gpu")
 def op_tile_convert_layout(self, op):
     src = op.operands[0]
     if self.rematerializable(src) or not _fits(ir.RankedTensorType(src.type)):
@@ -260,6 +264,7 @@ def _gathered_positions(self, op, dist, sdist, axis: int):
     return linear_index(at, row_major_strides(sdist.shape), n)
 
 
+@lowering("tile.gather", target="gpu")
 def op_tile_gather(self, op):
     src, index = op.operands
     axis = ir.IntegerAttr(op.attributes["axis"]).value

@@ -32,6 +32,7 @@ from .distributed_wgmma import registers_a, wgmma_dot
 from .distributed_wgmma import supported as wgmma_supported
 from .register_vectors import elements, from_elements, i32
 from ..common.tf32_rounding import round_to_tf32
+from ..common.lowerings import lowering
 
 
 def k_step(dot) -> int | None:
@@ -76,6 +77,7 @@ def _ldmatrix(tile: SharedTile, row, col, tiles: int, trans: bool, phase):
     return nvgpu.LdMatrixOp(ty, tile.buf, [to_index(tile.offset(row, col, phase))], trans, tiles).result
 
 
+@lowering("tile.dot", target="gpu")
 def op_tile_dot(self, op):
     a, b, acc = op.operands
     (M, K), (_, N) = ir.RankedTensorType(a.type).shape, ir.RankedTensorType(b.type).shape

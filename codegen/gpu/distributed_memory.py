@@ -17,6 +17,7 @@ from ...dialects.layout import element_bits as bits
 from ...passes.tile_fuse import through_groups
 from ..common import predicated_access
 from ..common.ir_builders import const_index, flat_view, if_else, to_index
+from ..common.lowerings import lowering
 from .distributed_layout import Distribution
 from .register_vectors import elements, from_elements, i32, splat
 from .tail_masked_copies import tail_mask, tail_store
@@ -106,6 +107,7 @@ def _hints(op, elem):
     return hints, hints.policy() if hints is not None else None
 
 
+@lowering("tile.load", target="gpu")
 def op_tile_load(self, op):
     base, offsets, mask, other = op.operands
     elem = ir.MemRefType(base.type).element_type
@@ -150,6 +152,7 @@ def op_tile_load(self, op):
     self.map[op.results[0]] = from_elements(out, elem)
 
 
+@lowering("tile.store", target="gpu")
 def op_tile_store(self, op):
 
     base, offsets, value, mask = op.operands
@@ -214,6 +217,7 @@ def _tile_coords(self, base, indices, dist):
     return regs
 
 
+@lowering("tile.load_tile", target="gpu")
 def op_tile_load_tile(self, op):
     base, *indices = op.operands
     dist = self.dist(op.results[0])
@@ -225,6 +229,7 @@ def op_tile_load_tile(self, op):
     self.map[op.results[0]] = from_elements(out, elem)
 
 
+@lowering("tile.store_tile", target="gpu")
 def op_tile_store_tile(self, op):
     base, value, *indices = op.operands
     dist = self.dist(value)

@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from ..common.ir_builders import combine, to_index
+from ..common.lowerings import lowering
 from .distributed_layout import Distribution, row_major_strides
 from .distributed_mma_reduce import mma_row_source, reduce_mma_rows
 from .lane_shuffles import in_thread_combine, shuffle_combine
@@ -62,6 +63,7 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
     self._last_scalar_reduce = (block, self.scratch_uses, half)
 
 
+@lowering("tile.reduce", target="gpu")
 def op_tile_reduce(self, op):
     in_place = mma_row_source(self, op)
     if in_place is not None:  # rows of a tensor-core tile, reduced where they are

@@ -47,6 +47,7 @@ from mlir.dialects import arith, builtin, gpu, llvm, memref, nvgpu, nvvm, scf
 from ...dialects.layout import element_bits as bits
 from ...frontend.errors import TileError
 from ..common.ir_builders import const_index, to_index
+from ..common.lowerings import lowering
 from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile
 from .distributed_convert import chunks_of, stage
@@ -61,6 +62,7 @@ def _first_thread(self):
     return arith.cmpi(arith.CmpIPredicate.eq, arith.ori(self.lane, self.warp), i32(0))
 
 
+@lowering("tile.mbarrier_alloc", target="gpu")
 def op_tile_mbarrier_alloc(self, op):
     count = ir.MemRefType(op.results[0].type).shape[0]
     group = ir.Type.parse(f"!nvgpu.mbarrier.group<memorySpace = {_SPACE}, num_barriers = {count}>")
@@ -73,6 +75,7 @@ def op_tile_mbarrier_alloc(self, op):
     self.map[op.results[0]] = bars
 
 
+@lowering("tile.tma_load", target="gpu")
 def op_tile_tma_load(self, op):
     ring_v, slot_v, bars_v, desc_v, row, col, live = op.operands
     ring = self.map[ring_v]
@@ -105,6 +108,7 @@ def op_tile_tma_load(self, op):
             scf.YieldOp([])
 
 
+@lowering("tile.mbarrier_wait", target="gpu")
 def op_tile_mbarrier_wait(self, op):
     bars_v, slot, phase = op.operands
     if self.has_tma_store:  # a TMA store may still read the slot this iteration's copies fill (the barrier after)
@@ -113,6 +117,7 @@ def op_tile_mbarrier_wait(self, op):
     nvgpu.MBarrierTryWaitParityOp(self.map[bars_v], parity, const_index(_SUSPEND_HINT_NS), to_index(self.value(slot)))
 
 
+@lowering("tile.mbarrier_dealloc", target="gpu")
 def op_tile_mbarrier_dealloc(self, op):
     bars = self.map[op.operands[0]]
     count = ir.MemRefType(op.operands[0].type).shape[0]
@@ -134,6 +139,7 @@ def _descriptor(self, desc_v, box: list[int], elem, swizzle: int):
     return builtin.UnrealizedConversionCastOp([desc_t], [self.value(desc_v)]).result
 
 
+@lowering("tile.tma_store", target="gpu")
 def op_tile_tma_store(self, op):
     desc_v, row_v, col_v, value, free_v, *staging = op.operands
     t = ir.RankedTensorType(value.type)

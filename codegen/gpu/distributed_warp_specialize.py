@@ -25,6 +25,7 @@ from mlir.dialects import arith, nvgpu, nvvm, scf
 from ...passes.registry import register_pass
 from ...passes.walk import all_ops
 from ..common.ir_builders import to_index
+from ..common.lowerings import lowering
 from .register_vectors import i32
 
 CONSUMER_BARRIER = 1  # the named barrier of the consumer threads (0 is the whole block's)
@@ -41,6 +42,7 @@ def _gpu_func(block):
     return op
 
 
+@lowering("tile.warp_role", target="gpu")
 def op_tile_warp_role(self, op):
     first, count, total = (_attr(op, a) for a in ("first", "count", "total"))
     fn = _gpu_func(ir.InsertionPoint.current.block)
@@ -52,11 +54,13 @@ def op_tile_warp_role(self, op):
     self.map[op.results[0]] = arith.cmpi(arith.CmpIPredicate.ult, arith.subi(self.warp, i32(first)), i32(count))
 
 
+@lowering("tile.set_max_registers", target="gpu")
 def op_tile_set_max_registers(self, op):
     action = nvvm.SetMaxRegisterAction.increase if _attr(op, "increase") else nvvm.SetMaxRegisterAction.decrease
     nvvm.SetMaxRegisterOp(_attr(op, "count"), action)
 
 
+@lowering("tile.mbarrier_arrive", target="gpu")
 def op_tile_mbarrier_arrive(self, op):
     bars_v, slot, live = op.operands
     lane0 = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, self.lane, i32(0)), self.value(live))

@@ -38,6 +38,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, vector
 
 from ...dialects.layout import element_bits as bits
 from ...frontend.errors import TileError
+from ..common.lowerings import lowering
 from .distributed_async_copy import SharedTile
 from .distributed_layout import WgmmaDistribution
 from .register_vectors import elements, from_elements, i32
@@ -207,6 +208,7 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
     self.map[op.results[0]] = from_elements(out, f32)
 
 
+@lowering("tile.dot_wait", target="gpu")
 def op_tile_dot_wait(self, op):
     """`wgmma.wait_group N` as inline PTX that takes and gives back every accumulator
     register, so that no read of them can be scheduled before it (the intrinsic has no

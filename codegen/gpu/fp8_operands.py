@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 
 from ...passes.tile_fuse import read_as_fp8_b
+from ..common.lowerings import lowering
 from .distributed_async_copy import SharedTile
 from .held_registers import defer
 from .register_values import remat_own
 from .static_registers import thread_coords
 
 
+@lowering("tile.trans", target="gpu")
 def op_tile_trans(self, op):
     src, result = self.map.get(op.operands[0]), op.results[0]
     if isinstance(src, SharedTile) and read_as_fp8_b(result):

@@ -8,7 +8,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import nvvm
 
+from ..common.lowerings import lowering
 
+
+@lowering("tile.grid_dependency", target="gpu")
 def op_tile_grid_dependency(self, op):
     """The distributed GPU codegen's."""
     if self.arch < 90:

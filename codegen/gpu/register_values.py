@@ -13,6 +13,7 @@ from mlir.dialects import arith
 from ...dialects.tile_ops import permutation_of
 from ...passes.index_values import SHAPE_OPS, index_only, is_elementwise
 from ...passes.tile_fuse import through_groups
+from ..common.lowerings import lowering
 from .distributed_layout import Distribution, row_major_strides
 from .fast_math import f32_form
 from ..common.float8 import is_float8, narrow_float8, widen_float8
@@ -121,6 +122,7 @@ def elementwise(self, op):
     return self.clone_elementwise(op, [self.value(o) for o in op.operands], n)
 
 
+@lowering("tile.arange", "tile.splat", "tile.broadcast", "tile.reshape", target="gpu")
 def remat_own(self, op):
     result = op.results[0]
     d = self.dist(result)
