@@ -5,8 +5,10 @@ of the whole process (interpreter start and `import tile` included), the compile
 imports (MLIR, lark, llvmlite: made by a first cache miss), the compile's time, and its split as the compiler recorded it (`launcher.metadata["compile_seconds"]`: parse,
 emit, then each stage: tile-opt ... llvm and the JIT at the first launch on the CPU, ...
 ptx, cubin (ptxas) on sm_90a).
-The grammar's tables are copied in from a warm-up run, as any process after the first finds
-them (`<TILE_CACHE_DIR>/parser/`), but no kernel's parse tree. Medians of --repeats runs; JSON to --out.
+Every run uses one cache folder whose grammar tables a warm-up run wrote, as any process
+after the first finds them (`<TILE_CACHE_DIR>/parser/`); before each run the folder is
+emptied of everything else (kernels, parse trees). The folder is not copied: lark's cache
+check hashes the table file's path with the grammar, so a copy elsewhere is rebuilt. Medians of --repeats runs; JSON to --out.
 
     python benchmarks/compile_time.py --out benchmarks/results/DATE-compile-time.json
 """
@@ -69,39 +71,42 @@ print("RESULT", json.dumps({{"import_s": imported - began, "compiler_import_s": 
 """
 
 
-def run_case(name: str, target: str, parser_dir: str | None) -> dict:
-    cache = tempfile.mkdtemp(prefix="tile-compile-time-")
-    try:
-        if parser_dir:
-            shutil.copytree(parser_dir, os.path.join(cache, "parser"))
-        env = {**os.environ, "TILE_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
-        device = "cpu"
-        if target != "cpu":
-            env.update(TILE_TARGET=target, TILE_COMPILE_ONLY="1")
-            device = "meta"
-        code = CHILD.format(examples=os.path.join(ROOT, "examples"), device=device, code=CASES[name])
-        began = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-        wall = time.perf_counter() - began
-        if proc.returncode:
-            raise RuntimeError(f"{name} on {target} failed:\n{proc.stderr[-3000:]}")
-        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-        return {"process_s": wall, **json.loads(line[len("RESULT "):])}
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+def cold_cache(cache: str) -> None:
+    """Empty cache of all but the grammar's tables: no kernel, no parse tree."""
+    for entry in os.listdir(cache):
+        path = os.path.join(cache, entry)
+        if entry != "parser":
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            continue
+        for name in os.listdir(path):
+            if not name.endswith(".cache"):
+                os.remove(os.path.join(path, name))
+
+
+def run_case(name: str, target: str, cache: str) -> dict:
+    cold_cache(cache)
+    env = {**os.environ, "TILE_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    device = "cpu"
+    if target != "cpu":
+        env.update(TILE_TARGET=target, TILE_COMPILE_ONLY="1")
+        device = "meta"
+    code = CHILD.format(examples=os.path.join(ROOT, "examples"), device=device, code=CASES[name])
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - began
+    if proc.returncode:
+        raise RuntimeError(f"{name} on {target} failed:\n{proc.stderr[-3000:]}")
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return {"process_s": wall, **json.loads(line[len("RESULT "):])}
 
 
 def warm_parser() -> str:
     """A cache folder holding the grammar's tables, from one throwaway compile."""
-    cache = tempfile.mkdtemp(prefix="tile-compile-time-parser-")
+    cache = tempfile.mkdtemp(prefix="tile-compile-time-")
     env = {**os.environ, "TILE_CACHE_DIR": cache}
     code = CHILD.format(examples=os.path.join(ROOT, "examples"), device="cpu", code=CASES["vector_add"])
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=600)
-    parser = os.path.join(cache, "parser")
-    for name in os.listdir(parser):
-        if name.endswith(".tree"):  # (the warm-up kernel's parse tree: every case parses its kernel cold)
-            os.remove(os.path.join(parser, name))
-    return parser
+    return cache
 
 
 def median_of(runs: list[dict]) -> dict:
@@ -118,17 +123,17 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out")
     args = ap.parse_args()
-    parser_dir = warm_parser()
+    cache = warm_parser()
     results = {"host_cpus": os.cpu_count(), "load_average": os.getloadavg(), "repeats": args.repeats, "cases": {}}
     for target in args.targets.split(","):
         for name in args.cases.split(","):
-            runs = [run_case(name, target, parser_dir) for _ in range(args.repeats)]
+            runs = [run_case(name, target, cache) for _ in range(args.repeats)]
             m = median_of(runs)
             results["cases"][f"{name}/{target}"] = m
             split = ", ".join(f"{s} {t:.2f}" for s, t in m["stages"].items())
             print(f"{name:16s} {target:7s} process {m['process_s']:.2f} s  import tile {m['import_s']:.2f} s  "
                   f"compiler {m['compiler_import_s']:.2f} s  compile {m['compile_s']:.2f} s  ({split})", flush=True)
-    shutil.rmtree(os.path.dirname(parser_dir), ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

@@ -18,11 +18,13 @@ status=0
 for spec in "$@"; do
     script=${spec%%:*}; limit=${spec##*:}
     began=$(date +%s)
-    args=(); [ "$script" = triton_ports_on_device ] && args=(--out "$WORK")  # (the others read $OUT)
+    args=()  # (the others read $OUT)
+    [ "$script" = triton_ports_on_device ] && args=(--out "$WORK")
+    [ "$script" = run_examples ] && args=(--device cuda --out "$WORK")
     timeout "$limit" python3 "$D/src/tile/benchmarks/$script.py" "${args[@]}" > "$WORK/$script.log" 2>&1
     rc=$?
     echo "$script: rc=$rc in $(( $(date +%s) - began )) s"
-    grep -E "FAIL|Error|TFLOP|ratio|x Triton|vs" "$WORK/$script.log" | tail -12
+    grep -E "FAIL|Error|TFLOP|ratio|x Triton|vs|timeout" "$WORK/$script.log" | tail -12
     [ "$rc" -ne 0 ] && status=1
 done
 tar czf "$FINAL/perf.tgz" -C "$WORK" .

@@ -5,6 +5,8 @@
 # Fails on any error a tool reports or any check that fails. One line per (tool, program) in
 # $OUT/sanitize.txt, the tools' own reports in $OUT/sanitize-<tool>.log.
 #   bash benchmarks/sanitize_on_device.sh [EXAMPLE ...]     # default: every example
+# TOOLS (default "memcheck racecheck synccheck") and SCRIPTS (default "regressions_on_device
+# language_on_device"; empty for examples only) narrow a run that must fit a short device call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEVICE_DIR:-.device}
@@ -30,12 +32,12 @@ run() {  # tool, label, command...
     printf '%-10s %-28s rc=%-3s %s\n' "$tool" "$label" "$rc" "$errors" | tee -a "$OUT/sanitize.txt"
     [ "$rc" -ne 0 ] && status=1
 }
-for tool in memcheck racecheck synccheck; do
+for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     for name in "${names[@]}"; do
         echo "=== $name" >>"$OUT/sanitize-$tool.log"
         run "$tool" "$name" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "$name"
     done
-    for script in regressions_on_device language_on_device; do
+    for script in ${SCRIPTS-regressions_on_device language_on_device}; do
         echo "=== $script" >>"$OUT/sanitize-$tool.log"
         run "$tool" "$script" python3 "$D"/src/tile/benchmarks/$script.py
     done

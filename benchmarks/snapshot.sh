@@ -10,3 +10,4 @@ rm -rf "$DEST" && mkdir -p "$DEST/src/tile"
 for d in frontend dialects passes codegen runtime examples benchmarks; do cp -r "$SRC/$d" "$DEST/src/tile/"; done
 cp "$SRC/__init__.py" "$DEST/src/tile/"
 find "$DEST/src" -name __pycache__ -prune -exec rm -rf {} +
+rm -rf "$DEST/src/tile/benchmarks/results"  # dated measurements: not needed to run, megabytes to carry
