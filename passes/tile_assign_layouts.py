@@ -75,6 +75,7 @@ result is converted to the shape's layout for its users, through shared memory.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -83,6 +84,7 @@ from ..dialects import tile_ops
 from ..dialects.layout import Blocked, Mma, Rows, Wgmma, element_bits, encoding_of, with_encoding
 from .axis_info import AxisInfo
 from .index_values import index_only
+from .tile_fuse import through_groups
 from .registry import register_pass
 from .walk import all_ops
 
@@ -125,6 +127,9 @@ class TileAssignLayouts:
         dots = [op for op in ops if op.name == "tile.dot"]
         mma = {tuple(ir.RankedTensorType(op.results[0].type).shape): self.accumulator_layout(op) for op in reversed(dots)}
 
+        slices = column_slice_layouts(ops, mma, AxisInfo())
+        for gather, layout in slices.items():
+            mma.setdefault(tuple(ir.RankedTensorType(gather.type).shape), layout)
         rows_a_warp = _row_broadcast_shapes(ops, bits, self.num_warps) if not dots else {}
 
         def by_shape(shape):
@@ -135,7 +140,7 @@ class TileAssignLayouts:
         # broadcast into a blocked tile: the rows of a tensor-core tile go by `_row_shapes`.)
         sliced = _sliced_shapes(ops, by_shape) if not dots else {
             **_sliced_shapes(ops, by_shape, data_only=True), **_row_shapes(ops, by_shape)}
-        accumulated = _accumulator_values(ops)
+        accumulated = _accumulator_values(ops, slices)
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
@@ -274,10 +279,12 @@ def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> dict:
     return found
 
 
-def _accumulator_values(ops):
+def _accumulator_values(ops, slices=()):
     """Which tiles of a dot's accumulator shape take its layout: the dots' results and
     accumulators and what elementwise ops and control flow (loop carries, fusion groups,
-    branches) connect to them, with the offsets and masks of their loads and stores. A tile
+    branches) connect to them, with the offsets and masks of their loads and stores; and
+    so for the column slices of an accumulator (`slices`, results of gathers: each with
+    its index) and what connects to them. A tile
     that only shares their shape (attention's Q of 128 x 128 beside a 128 x 128 accumulator,
     an FP8 matmul's 64 x 64 weights beside its 64 x 64 one) keeps its blocked layout, where
     its load is 16-byte vectors: in the accumulator's it went two elements at a time or one.
@@ -303,6 +310,8 @@ def _accumulator_values(ops):
             union(op.results[0], op.operands[1], op.operands[2])
         elif op.name == "tile.store":
             union(op.operands[2], op.operands[1], op.operands[3])
+        elif op.name == "tile.gather" and op.results[0] in slices:
+            union(op.results[0], op.operands[1])
         elif op.name.startswith(_ELEMENTWISE) and not op.regions and op.results:
             shape = ir.RankedTensorType(op.results[0].type).shape if isinstance(op.results[0].type, ir.RankedTensorType) else None
             union(op.results[0], *[o for o in op.operands if isinstance(o.type, ir.RankedTensorType)
@@ -324,7 +333,33 @@ def _accumulator_values(ops):
                     for result, v in zip(op.results, block.operations[-1].operands):
                         union(result, v)
     roots = {find(op.results[0]) for op in ops if op.name == "tile.dot"}
+    roots |= {find(g) for g in slices if find(g.owner.operands[0]) in roots}
     return lambda v: find(v) in roots
+
+
+def column_slice_layouts(ops, mma: dict, axis) -> dict:
+    """Gathers that pick whole 8-column groups of a tensor-core accumulator shape whose
+    warps (or warpgroups) are all along M, by an index the same in every row (a broadcast
+    row: `passes/column_halves.py` makes them of Triton's subtiled epilogue): result ->
+    the accumulator's warp grid on the result's shape. In it each thread holds the
+    columns it picks, in registers it holds of the accumulator (the codegen checks that
+    and picks them; `op_tile_gather`). Only where the source is in an accumulator's
+    chain do they take it (`_accumulator_values`)."""
+    found = {}
+    for op in ops:
+        if op.name != "tile.gather" or ir.IntegerAttr(op.attributes["axis"]).value != 1:
+            continue
+        src, index = (ir.RankedTensorType(v.type) for v in op.operands)
+        layout = mma.get(tuple(src.shape))
+        row = through_groups(op.operands[1]).owner
+        info = axis(op.operands[1])
+        if (layout is None or dataclasses.astuple(layout)[0][1] != 1
+                or isinstance(row, ir.Block) or row.name != "tile.broadcast"
+                or ir.RankedTensorType(row.operands[0].type).shape[0] != 1 or index.shape[1] % 8
+                or info.contiguity % 8 or info.divisibility % 8):
+            continue
+        found[op.results[0]] = type(layout)(dataclasses.astuple(layout)[0])
+    return found
 
 
 _ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.")

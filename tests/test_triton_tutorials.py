@@ -64,8 +64,7 @@ GPU_BLOCKERS = {
     "t08_grouped_gemm:benchmark_launches_pointers": None,
     "t08_grouped_gemm": None,
     "t09_persistent_matmul:benchmark_launches_matmul": None,
-    # (its epilogue's split, through `gather`, and the persistent loop's live accumulator)
-    "t09_persistent_matmul": "matmul_kernel_descriptor_persistent spills (968 bytes) at the tutorial's config",
+    "t09_persistent_matmul": None,
     "t10_block_scaled_matmul": _why(DOT_SCALED),
     "t11_programmatic_dependent_launch": None,
 }
