@@ -194,9 +194,29 @@ def chunks_of(self, dists, extent: int, fit: int, axis: int = 0, contiguous: boo
     return None
 
 
+def _slot_read(self, op):
+    """A layout change of a ring slot's tile (`tile.local_load`) in the same block: the slot
+    read again, in the new layout (a float8 operand that wgmma takes from registers), instead
+    of the registers through more shared memory; else None."""
+    src = op.operands[0]
+    load = None if isinstance(src.owner, ir.Block) else src.owner
+    if (load is None or load.name != "tile.local_load" or "transposed" in load.attributes
+            or load.operation.block != op.operation.block):
+        return None
+    tile = self.map[load.operands[0]].slot(self.value(load.operands[1]))
+    dist = self.dist(op.results[0])
+    out = [None] * dist.num_registers
+    unstage(self, out, dist, tile)
+    return from_elements(out, tile.elem)
+
+
 @lowering("tile.convert_layout", target="gpu")
 def op_tile_convert_layout(self, op):
     src = op.operands[0]
+    read = _slot_read(self, op)
+    if read is not None:
+        self.map[op.results[0]] = read
+        return
     if self.rematerializable(src) or not _fits(ir.RankedTensorType(src.type)):
         return self.remat_own(op)
     if only_reduced_in_place(self, op):  # (made only if something else asks for it)
