@@ -21,6 +21,7 @@ from mlir import ir
 from mlir.rewrite import GreedyRewriteConfig, GreedySimplifyRegionLevel, RewritePatternSet, apply_patterns_and_fold_greedily
 
 from ..dialects.op_definition import REGISTRY, create
+from .column_halves import column_half
 from .registry import register_pass
 
 NO_MATCH = True  # what a pattern returns to leave the op alone (None: it matched)
@@ -111,6 +112,8 @@ def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
         # %s = "tile.splat"(%x) : tensor<1x64xf32>; %b = "tile.broadcast"(%s) : tensor<32x64xf32>
         #   -> %b = "tile.splat"(%x) : tensor<32x64xf32>
         out.add("tile.broadcast", fold_into_producer("tile.splat", "splat"))
+        # split(permute(reshape(acc, (M, 2, N / 2)), (0, 2, 1))) -> two column slices of acc
+        out.add("tile.reshape", column_half)
     return out
 
 
