@@ -26,6 +26,7 @@ from mlir.dialects import gpu, memref
 
 from ..common.ir_builders import to_index
 from .distributed_layout import MmaDistribution
+from .first_copies import guarded, guards
 from .held_registers import defer, only_read_through, pick
 from .lane_shuffles import in_thread_combine, shuffle_combine
 from .register_vectors import elements, from_elements
@@ -97,12 +98,13 @@ def reduce_mma_rows(self, op, tile, row_lanes):
 
 def _into_layout(self, result, dist, values, firsts, elem):
     """The row results into the result's layout through a buffer of one value a row (the
-    lanes of a row all write it: the same value)."""
+    lanes of a row all hold it: one writes, `first_copies.py`)."""
     buf = self.scratch(elem, dist.shape[0])
+    first = guards(self, thread_coords(dist, self.threads)[0][:, firsts])
     gpu.barrier()
     at = elements(self.coords(dist)[0], dist.num_registers)
-    for v, r in zip(values, firsts):
-        memref.StoreOp(v, buf, [to_index(at[r])])
+    for v, r, f in zip(values, firsts, first):
+        guarded(f, lambda v=v, r=r: memref.StoreOp(v, buf, [to_index(at[r])]))
     gpu.barrier()
     rdist = self.dist(result)
     out = [memref.LoadOp(buf, [to_index(c)]).result for c in elements(self.coords(rdist)[0], rdist.num_registers)]
