@@ -45,9 +45,7 @@ if __package__:
     torch = _lazy("torch", f"{__name__}.runtime.torch_ops")  # tile.torch.op, tile.torch.autograd
     testing = _lazy("testing", f"{__name__}.runtime.testing")  # tile.testing.do_bench, roofline
 
-    def profile(*args, **kwargs):
-        """`tile.testing.profile`: a kernel's Nsight Compute metrics (see there)."""
-        return testing.profile(*args, **kwargs)
+    from .runtime.profiling import profile  # tile.profile(kernel, grid, *args, bytes=, flops=, ncu=), .compare
 
 __all__ = [
     "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",

@@ -8,11 +8,15 @@
    tensors of the same buffers, the graph replayed, and the result compared with an
    eager launch on a copy of the same inputs (which main() checked against torch).
 2. torch.compile: a tile op (`tile.torch.op`) in a function compiled with fullgraph=True
-   has no graph break and the right answer (aot_eager and inductor), and a tiny model with
-   layer_norm_backward.py's op trains with torch's gradients, compiled.
+   has no graph break and the right answer (aot_eager and inductor), a tiny model with
+   layer_norm_backward.py's op trains with torch's gradients, compiled, and a block of the
+   tile layer norm and attention ops (flash_attention_bwd.check_compiled) compiled with
+   inductor matches eager torch, output and gradients.
 3. Several GPUs (when there are): launches on cuda:1 tensors while cuda:0 is current, on
    a side stream of cuda:1, and the LaunchError of a launch mixing devices.
-4. tile.testing: do_bench (against Triton's) and roofline of a vector add.
+4. tile.testing: do_bench (against Triton's) and roofline of a vector add; tile.profile of
+   it under Nsight Compute (DRAM GB/s within 5% of the GB/s its time gives), and
+   tile.profile.compare's bar chart of three block sizes and torch's add ($OUT/vector_add_bars.*).
 
     TILE_CACHE_DIR=$PWD/.device/cache PYTHONPATH=$PWD/.device/src python3 .device/src/tile/benchmarks/torch_on_device.py
                                                          # on the GPU machine, after build_for_device.sh; --out for JSON
@@ -209,6 +213,9 @@ def run_compile(device: str, compile_only: bool) -> list:
         from layer_norm_backward import layer_norm_backward
 
         report("backward kernel", lambda: layer_norm_backward(x, w, torch.randn_like(x)) and "compiled")
+        from flash_attention_bwd import check_compiled
+
+        report("layer norm + attention block", lambda: check_compiled("cpu", dtype=torch.float16) or "compiled")
         return results
 
     def explain():
@@ -250,6 +257,13 @@ def run_compile(device: str, compile_only: bool) -> list:
         assert losses[-1] < losses[0], losses
 
     report("training (aot_eager): torch's gradients", train)
+
+    def block():
+        from flash_attention_bwd import check_compiled
+
+        check_compiled(device, backend="inductor")
+
+    report("layer norm + attention (inductor)", block)
     return results
 
 
@@ -314,10 +328,10 @@ def run_devices(compile_only: bool) -> list:
 
 
 # ---- tile.testing ------------------------------------------------------------------------
-def run_timing(compile_only: bool) -> list:
+def run_timing(compile_only: bool, out_dir: str | None) -> list:
     """do_bench and roofline on the GPU: a vector add's time (against Triton's do_bench, where
-    Triton is installed) and its share of the copy ceiling."""
-    from vector_add import add
+    Triton is installed) and its share of the copy ceiling; tile.profile with ncu, and the bars."""
+    from vector_add import add, add_kernel
 
     if compile_only:
         return []
@@ -342,6 +356,31 @@ def run_timing(compile_only: bool) -> list:
         status, detail = "FAIL", "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
     results.append({"part": "timing", "check": "do_bench + roofline", "status": status, "detail": detail})
     print(f"timing   {'do_bench + roofline':40s} {status:8s} {detail[:300]}", flush=True)
+    out = torch.empty_like(x)
+    profiles = {}
+    for what, check in (("tile.profile ncu: DRAM within 5%", "ncu"), ("tile.profile.compare: bars", "bars")):
+        try:
+            if check == "ncu":
+                p = tile.profile(add_kernel, (tile.cdiv(n, 1024),), x, y, out, n, BLOCK=1024, bytes=3 * 4 * n, ncu=True)
+                torch.testing.assert_close(out, x + y)
+                ratio = p.ncu["dram_gbps"] / p.gbps
+                detail = f"{p}; ncu DRAM {p.ncu['dram_gbps']:.0f} GB/s over do_bench's {p.gbps:.0f}: {ratio:.3f}"
+                assert abs(ratio - 1) <= 0.05, detail
+            else:
+                for block in (128, 1024, 4096):
+                    profiles[f"tile BLOCK={block}"] = tile.profile(add_kernel, (tile.cdiv(n, block),), x, y, out, n,
+                                                                   BLOCK=block, bytes=3 * 4 * n)
+                torch_ms = tile.testing.do_bench(lambda: torch.add(x, y, out=out), return_mode="median")
+                profiles["torch.add"] = tile.profile.Profile("torch.add", torch_ms,
+                                                             tile.testing.roofline(torch_ms, bytes=3 * 4 * n))
+                path = tile.profile.compare(profiles, os.path.join(out_dir or ".", "vector_add_bars.png"),
+                                            title="vector add, 2**26 floats: GB/s (line: copy ceiling)")
+                detail = f"{path}: " + "; ".join(f"{k} {v.gbps:.0f} GB/s" for k, v in profiles.items())
+            status = "ok"
+        except Exception as e:  # noqa: BLE001
+            status, detail = "FAIL", "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
+        results.append({"part": "timing", "check": what, "status": status, "detail": detail})
+        print(f"timing   {what:40s} {status:8s} {detail[:300]}", flush=True)
     return results
 
 
@@ -361,7 +400,7 @@ def main() -> int:
     device = "cpu" if args.compile_only else "cuda"
     results = run_graphs(device, args.compile_only, args.names)
     if not args.names:
-        results += run_compile(device, args.compile_only) + run_devices(args.compile_only) + run_timing(args.compile_only)
+        results += run_compile(device, args.compile_only) + run_devices(args.compile_only) + run_timing(args.compile_only, args.out)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         record = {"device": "compile-only" if args.compile_only else torch.cuda.get_device_name(), "torch": torch.__version__,

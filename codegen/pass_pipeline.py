@@ -90,7 +90,7 @@ class Edit:
             raise TileError(f"pipeline edit {self.text()}: '{self.anchor}' " + (
                 f"occurs {len(hits)} times in {scope} pipeline ({where_found}): name one with stage=" if hits else
                 f"is not in {scope} pipeline (missing_ok=True skips the edit where it is absent)"))
-        (s, i), passes = hits[0], stages[hits[0][0]]
+        i, passes = hits[0][1], stages[hits[0][0]]
         if self.op == "insert_after":
             passes[i + 1:i + 1] = self.passes
         elif self.op == "insert_before":

@@ -227,6 +227,36 @@ def attention(q, k, v, causal=False, sm_scale=None, dq_atomic=False):
     return _Attention.apply(q, k, v, causal, sm_scale, dq_atomic)
 
 
+@tile.torch.op("tile_examples::attention_backward", mutates_args=())
+def _attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
+                           lse: torch.Tensor, causal: bool, sm_scale: float) -> tuple[torch.Tensor, torch.Tensor,
+                                                                                      torch.Tensor]:
+    return attention_backward(q, k, v, o, do, lse, causal, sm_scale)
+
+
+def _setup_attention(ctx, inputs, output):
+    q, k, v, causal, sm_scale = inputs
+    ctx.save_for_backward(q, k, v, *output)
+    ctx.causal, ctx.sm_scale = causal, sm_scale
+
+
+def _attention_gradients(ctx, do, dlse):
+    q, k, v, o, lse = ctx.saved_tensors
+    return (*_attention_backward_op(q, k, v, o, do, lse, ctx.causal, ctx.sm_scale), None, None)
+
+
+@tile.torch.op("tile_examples::attention", mutates_args=(), backward=_attention_gradients, setup_context=_setup_attention)
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                  sm_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return attention_forward(q, k, v, causal, sm_scale=sm_scale, return_lse=True, **FORWARD)
+
+
+def attention_op(q, k, v, causal=False, sm_scale=None):
+    """`attention` as two custom ops (`tile.torch.op`), forward and backward: what
+    torch.compile(fullgraph=True) traces without a graph break."""
+    return _attention_op(q, k, v, causal, 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale)[0]
+
+
 def reference(q, k, v, causal=False, sm_scale=None):
     """Attention in f32 by torch ops (autograd's reference), GQA heads repeated."""
     group = q.shape[1] // k.shape[1]
@@ -290,6 +320,46 @@ def check_training_step(device="cpu"):
         torch.nn.functional.mse_loss(layer(x), target).backward()
     for (name, p), w in zip(ours.named_parameters(), theirs.parameters()):
         torch.testing.assert_close(p.grad, w.grad, **tol, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def check_compiled(device="cpu", backend="aot_eager", dtype=None):
+    """A block of layer norm (examples/layer_norm_backward.py's op) and attention (`attention_op`)
+    under torch.compile(fullgraph=True): no graph break, and its output and every gradient match
+    the same block run eagerly through torch's own ops."""
+    from layer_norm_backward import layer_norm_op
+
+    torch.manual_seed(2)
+    on_gpu = device != "cpu"
+    half = (dtype or (torch.float16 if on_gpu else torch.float32)) == torch.float16
+    dtype, tol = (torch.float16, dict(rtol=3e-2, atol=3e-2)) if half else (torch.float32, dict(rtol=1e-3, atol=1e-4))
+    dim, heads, n = 64, 4, 70
+
+    def block(x, w, b, attn, norm):
+        h = norm(x, w, b)
+        q, k, v = (h.view(x.shape[0], n, heads, dim // heads).transpose(1, 2) * s for s in (1.0, 0.5, 2.0))
+        return x + attn(q, k, v, True).transpose(1, 2).reshape(x.shape)
+
+    def torch_norm(x, w, b):
+        return torch.nn.functional.layer_norm(x.float(), (dim,), w.float(), b.float(), 1e-5).to(x.dtype)
+
+    def tile_norm(x, w, b):
+        return layer_norm_op(x.view(-1, dim), w, b, 1e-5).view(x.shape)
+
+    x = torch.randn(2, n, dim, device=device, dtype=dtype)
+    params = [torch.randn(dim, device=device, dtype=dtype), torch.randn(dim, device=device, dtype=dtype)]
+    explained = torch._dynamo.explain(lambda *a: block(*a, attention_op, tile_norm))(x, *params)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: block(*a, attention_op, tile_norm), backend=backend, fullgraph=True)
+    got_in, want_in = ([t.clone().requires_grad_() for t in (x, *params)] for _ in range(2))
+    got = compiled(*got_in)
+    want = block(*want_in, reference, torch_norm)
+    grad = torch.randn_like(got)
+    got.backward(grad)
+    want.backward(grad)
+    torch.testing.assert_close(got, want, **tol)
+    for name, g, w in zip(("dx", "dw", "db"), got_in, want_in):
+        torch.testing.assert_close(g.grad, w.grad, **tol, msg=lambda m, n=name: f"{n}: {m}")
 
 
 def main(device: str = "cpu") -> None:

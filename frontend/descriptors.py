@@ -20,7 +20,7 @@ from mlir.dialects import arith
 
 from ..dialects import tile_ops
 from . import semantics
-from .builtins import EMITTERS, _const_int, _describe, _pointer, _shape, _tile, emitter
+from .builtins import EMITTERS, _describe, _pointer, _shape, _tile, emitter
 from .dtypes import int1, int32, int64
 from .errors import TileError
 from .pointer_arrays import tma_aligned

@@ -15,7 +15,9 @@ every tensor argument's dtype. The first launch with a new key compiles the conf
 compiled again), times each on the real arguments (CUDA events on a GPU, the wall clock
 on the CPU), and keeps the winner in memory and on disk (`<TILE_CACHE_DIR>/autotune/`),
 so that later processes skip the search. An ahead-of-time build (`TILE_COMPILE_ONLY`)
-compiles every config and saves no choice: its launches run nothing to time.
+compiles every config and saves no choice: its launches run nothing to time. While it
+times, a search shows its progress on stderr (a line redrawn per config) where stderr is
+a terminal, or wherever TILE_AUTOTUNE_PROGRESS=1 (0 turns it off).
 Like Triton's autotuner, the kernel runs many times on the caller's arguments while
 tuning: name the tensors it accumulates into in `reset_to_zero` (zeroed before each
 trial and before the real launch) and those it updates in place in `restore_value`.
@@ -31,6 +33,7 @@ import math
 import multiprocessing
 import os
 import statistics
+import sys
 import time
 import warnings
 
@@ -143,6 +146,33 @@ def _compile_job(i: int) -> TileError | None:
 def _first_of(timing) -> float:
     """A `do_bench` result: a time, or a list of quantiles whose first is the median."""
     return float(timing[0] if isinstance(timing, (list, tuple)) else timing)
+
+
+class Progress:
+    """The progress of a search on stderr: one line, redrawn per config timed (a terminal's,
+    or TILE_AUTOTUNE_PROGRESS=1's; =0 never)."""
+
+    WIDTH = 24
+
+    def __init__(self, what: str, total: int):
+        flag = os.environ.get("TILE_AUTOTUNE_PROGRESS", "")
+        self.on = flag == "1" or (flag != "0" and sys.stderr.isatty())
+        self.what, self.total, self.count, self.best = what, total, 0, math.inf
+
+    def step(self, ms: float):
+        self.count += 1
+        self.best = min(self.best, ms)
+        if self.on:
+            filled = self.WIDTH * self.count // self.total
+            best = f", best {self.best:.3f} ms" if self.best < math.inf else ""
+            sys.stderr.write(f"\r{self.what} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+                             f"{self.count}/{self.total} configs{best}")
+            sys.stderr.flush()
+
+    def done(self, best, ms: float):
+        if self.on:
+            sys.stderr.write(f"\n{self.what}: {best!r} in {ms:.3f} ms\n")
+            sys.stderr.flush()
 
 
 class Autotuner:
@@ -351,8 +381,12 @@ class Autotuner:
             # TILE_COMPILE_ONLY: every config is in the cache; launches that run nothing
             # time nothing, and a choice saved from them would stop the real search.
             return None
-        timed = {c: math.inf if err else self.time_config(grid, args, kwargs, c) for c, err in zip(configs, errors)}
+        timed, progress = {}, Progress(f"autotuning {self.kernel.name}", len(configs))
+        for c, err in zip(configs, errors):
+            timed[c] = math.inf if err else self.time_config(grid, args, kwargs, c)
+            progress.step(timed[c])
         best = min(timed, key=timed.__getitem__)
+        progress.done(best, timed[best])
         self.configs_timings = timed
         self.timings[key] = [timed.get(c, math.inf) for c in self.configs]
         # The trials accumulated into reset_to_zero's tensors: zero them for the real launch.

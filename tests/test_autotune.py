@@ -79,3 +79,17 @@ def test_configs_that_do_not_compile_are_left_out(tmp_path, monkeypatch):
         assert "power of two" in str(e)
     else:
         raise AssertionError("no error when no config compiles")
+
+
+def test_autotune_shows_its_progress(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILE_AUTOTUNE_PROGRESS", "1")
+    tuner = tile.autotune(CONFIGS, key=["n"], rep=2, warmup=1, workers=1)(scale_kernel)
+    x = torch.rand(500)
+    tuner[_grid](x, torch.empty_like(x), 500)
+    err = capsys.readouterr().err
+    assert "autotuning scale_kernel [" in err and "3/3 configs" in err
+    assert f"autotuning scale_kernel: {tuner.best_config(x, x, 500)!r} in " in err
+    monkeypatch.setenv("TILE_AUTOTUNE_PROGRESS", "0")
+    tuner[_grid](torch.rand(400), torch.empty(400), 400)
+    assert "autotuning" not in capsys.readouterr().err

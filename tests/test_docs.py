@@ -32,7 +32,7 @@ def blocks(path: Path) -> list[tuple[str, str]]:
 
 def test_docs_have_code():
     names = {p.name for p in DOCS}
-    assert "write_your_first_pass.md" in names
+    assert "write-a-pass.md" in names
     for doc in DOCS:
         assert any(lang == "python" for lang, _ in blocks(doc)), f"{doc.name} has no python block"
 

@@ -172,3 +172,11 @@ def test_backward_kernel_compiles_for_the_gpu(gpu_target):
         gpu_target(target)
         ptx = layer_norm_backward_kernel.compile(*args, BLOCK=128, target=target).asm["ptx"]
         assert f".target {target}" in ptx and "shfl.sync.bfly" in ptx
+
+
+def test_compiled_layer_norm_and_attention_block_matches_eager():
+    """torch.compile(fullgraph=True) of a block with the tile layer norm and attention ops: no graph
+    break, output and gradients as torch's ops give them (the GPU half: benchmarks/torch_on_device.py)."""
+    from flash_attention_bwd import check_compiled
+
+    check_compiled("cpu")

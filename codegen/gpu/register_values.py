@@ -11,7 +11,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ...dialects.tile_ops import permutation_of
-from ...passes.index_values import SHAPE_OPS, index_only, is_elementwise
+from ...passes.index_values import SHAPE_OPS, index_only
 from ...passes.tile_fuse import through_groups
 from ..common.lowerings import lowering
 from .distributed_layout import Distribution, row_major_strides
