@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tile
+from flash_attention import attention_kernel
 from fused_softmax import softmax_kernel
 from layer_norm import layer_norm_kernel
 from matmul import matmul_kernel, persistent_matmul_kernel
@@ -41,14 +42,33 @@ CASES = {
     # 2 elements a thread, copied 16 bytes at a time: over the neighbours' and past the slot
     "pipelined layer norm": lambda: layer_norm_kernel.compile(
         meta(29, 700), meta(700), meta(700), meta(29, 700), 700, 700, 700, 1e-5, BLOCK=256, ONE_BLOCK=False, STAGES=2),
+    # 32 elements on 128 threads: four copies of each
+    "gather": lambda: gather_kernel.compile(meta(30), meta(30, dtype=torch.int32), meta(30), 30, BLOCK=32),
+    # rows of the wgmma scores reduced in place: the four lanes of a row hold its max and sum
+    "causal attention": lambda: _attention(2, 3, 200, 64, lse=meta(2, 3, 200, dtype=torch.float32)),
 }
+
+
+@tile.kernel
+def gather_kernel(x, idx, out, n, BLOCK: tile.constexpr):
+    """A permutation of a row shorter than the threads (each element held by several)."""
+    r = tile.arange(0, BLOCK)
+    v = tile.load(x + r, mask=r < n, other=0.0)
+    tile.store(out + r, tile.gather(v, tile.load(idx + r, mask=r < n, other=0), 0), mask=r < n)
+
+
+def _attention(B, H, N, D, **options):
+    q = meta(B, H, N, D)
+    return attention_kernel.compile(q, q, q, q, N, 0.125, H, *q.stride(), *q.stride(), *q.stride(), *q.stride(),
+                                    BLOCK_M=64, BLOCK_N=64, D=D, CAUSAL=True, **options)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_no_shared_memory_races(gpu_target, case):
     gpu_target()
     report = check(CASES[case]().asm["gpu"])
-    assert report.checked > 0 and not report.unknown
+    # every write's address known (a gather's reads are at its run-time indices)
+    assert report.checked > 0 and not [u for u in report.unknown if "store" in u or "copy" in u], report.unknown
     assert not report.hazards, report
 
 
