@@ -22,7 +22,6 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith
 
-from ...frontend.errors import TileError
 from ..common.ir_builders import if_else
 from .register_vectors import i32
 
@@ -31,7 +30,7 @@ def copy_bits(ids: np.ndarray) -> list[int]:
     """Per column of `ids` ([threads, k]: what element, or shared-memory position, thread t
     writes at its k-th store), the thread-id bits whose flip lands on a thread writing the
     same there: its copies. With `(tid & bits) == 0` as the guard, exactly one thread writes
-    each element (checked: an internal error otherwise)."""
+    each element (checked; where no bits do that, no bits: every copy writes, as before)."""
     threads = ids.shape[0]
     tid = np.arange(threads)
     out = []
@@ -46,7 +45,7 @@ def copy_bits(ids: np.ndarray) -> list[int]:
     pairs = np.unique(np.concatenate([np.stack([ids[(tid & m) == 0, k], tid[(tid & m) == 0]], 1)
                                       for k, m in enumerate(out)]), axis=0)
     if len(np.unique(pairs[:, 0])) != len(pairs) or len(pairs) and not np.isin(ids, pairs[:, 0]).all():
-        raise TileError("internal: a layout's copies of an element are not a set of thread-id bits")
+        return [0] * ids.shape[1]
     return out
 
 
@@ -59,6 +58,19 @@ def first_copy(self, bits: int):
         with self.entry:
             memo[bits] = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(self.tid, i32(bits)), i32(0))
     return memo[bits]
+
+
+def copy_number(self, bits: int):
+    """An i32: which copy this thread is among those that differ in `bits` (its bits of
+    the thread id, packed: 0 .. 2**popcount - 1; 0 for the first)."""
+    out, k = None, 0
+    with self.entry:
+        for b in range(self.threads.bit_length()):
+            if bits >> b & 1:
+                part = arith.andi(arith.shrui(self.tid, i32(b - k)) if b > k else self.tid, i32(1 << k))
+                out = part if out is None else arith.ori(out, part)
+                k += 1
+        return out if out is not None else i32(0)
 
 
 def guards(self, ids: np.ndarray) -> list:
@@ -92,4 +104,4 @@ def linear(coords: list[np.ndarray], shape) -> np.ndarray:
     return lin
 
 
-__all__ = ["copy_bits", "first_copy", "guards", "guarded", "issue_copy", "linear"]
+__all__ = ["copy_bits", "copy_number", "first_copy", "guards", "guarded", "issue_copy", "linear"]
