@@ -17,6 +17,9 @@ from .op_definition import create, define
 # A unit attribute on an elementwise `arith`/`math` op: compute it to full precision on a GPU too
 # (a libdevice function, `div_rn`, `sqrt_rn`), not by the fast form `codegen/gpu/fast_math.py` gives it.
 ACCURATE = "tile.accurate"
+# A unit attribute on a `tile.dot` whose A is computed in registers (`dot_scaled`'s upcast operand): on
+# sm_90a it takes the accumulator's wgmma layout and goes to wgmma from registers, not through shared memory.
+REGISTERS_A = "tile.registers_a"
 
 
 def _tensor(v) -> ir.RankedTensorType | None:

@@ -18,9 +18,13 @@ fp4 ("e2m1", two values a byte) is refused: the hardware lacks fp4 before Blackw
 
 from __future__ import annotations
 
+from mlir import ir
+
+from ..dialects.tile_ops import REGISTERS_A, permutation_of
 from . import dtypes, semantics
 from .builtins import EMITTERS, SemanticError, _tile, emitter
 from .dtypes import bfloat16, float16, float32, int32
+from .values import Tile
 from .values import describe as _describe
 
 FORMATS = {"e4m3": dtypes.float8e4m3, "e5m2": dtypes.float8e5m2, "bf16": bfloat16, "fp16": float16}
@@ -65,9 +69,20 @@ def _operand(x, fmt, scale, what: str, k_axis: int):
         return semantics.cast(x, bfloat16)
     rows, k = (x.shape[1], x.shape[0]) if k_axis == 0 else x.shape
     factors = _spread(_scale_factors(scale, rows, k, f"{what}_scale"), rows, k)
+    loaded = _transposed_from(x) if k_axis == 0 else None
+    if loaded is not None:  # rhs `b.T`: scaled as loaded (N x K), transposed after (read K-major by wgmma)
+        return EMITTERS["trans"](semantics.cast(semantics.binary("*", semantics.cast(loaded, float32), factors), bfloat16))
     if k_axis == 0:  # rhs: K x N, its scales N x K/32
         factors = EMITTERS["trans"](factors)
     return semantics.cast(semantics.binary("*", semantics.cast(x, float32), factors), bfloat16)
+
+
+def _transposed_from(x):
+    """The tile that x is the 2-D transpose of (`b.T`), else None."""
+    op = x.value.owner
+    if isinstance(op, ir.OpView) and op.name == "tile.trans" and list(permutation_of(op)) == [1, 0]:
+        return Tile(op.operands[0])
+    return None
 
 
 @emitter("dot_scaled")
@@ -79,4 +94,10 @@ def _dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None
     b = _operand(rhs, rhs_format, rhs_scale, "rhs", 0)
     if a.dtype != b.dtype:  # (fp16 by a scaled float8: both as f16 would overflow the scaled one)
         a, b = semantics.cast(a, bfloat16), semantics.cast(b, bfloat16)
-    return EMITTERS["dot"](a, b, acc, out_dtype=out_dtype)
+    out = EMITTERS["dot"](a, b, acc, out_dtype=out_dtype)
+    dot = out.value.owner
+    if isinstance(dot, ir.OpView) and dot.name == "tile.dot":
+        # As Triton's on Hopper: wgmma takes the scaled A from registers (`tile-assign-layouts`),
+        # no shared copy of it beside the float8 rings
+        dot.attributes[REGISTERS_A] = ir.UnitAttr.get()
+    return out

@@ -75,6 +75,7 @@ result is converted to the shape's layout for its users, through shared memory.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -83,6 +84,7 @@ from ..dialects import tile_ops
 from ..dialects.layout import Blocked, Mma, Rows, Wgmma, element_bits, encoding_of, with_encoding
 from .axis_info import AxisInfo
 from .index_values import index_only
+from .tile_fuse import through_groups
 from .registry import register_pass
 from .walk import all_ops
 
@@ -125,6 +127,10 @@ class TileAssignLayouts:
         dots = [op for op in ops if op.name == "tile.dot"]
         mma = {tuple(ir.RankedTensorType(op.results[0].type).shape): self.accumulator_layout(op) for op in reversed(dots)}
 
+        slices = column_slice_layouts(ops, mma, AxisInfo())
+        for gather, layout in slices.items():
+            mma.setdefault(tuple(ir.RankedTensorType(gather.type).shape), layout)
+        registers_a = self.registers_a_layouts(dots, mma)
         rows_a_warp = _row_broadcast_shapes(ops, bits, self.num_warps) if not dots else {}
 
         def by_shape(shape):
@@ -135,7 +141,7 @@ class TileAssignLayouts:
         # broadcast into a blocked tile: the rows of a tensor-core tile go by `_row_shapes`.)
         sliced = _sliced_shapes(ops, by_shape) if not dots else {
             **_sliced_shapes(ops, by_shape, data_only=True), **_row_shapes(ops, by_shape)}
-        accumulated = _accumulator_values(ops)
+        accumulated = _accumulator_values(ops, slices, registers_a)
         for op in ops:
             for v in _tiles(op):
                 if encoding_of(v.type) is None:
@@ -152,6 +158,8 @@ class TileAssignLayouts:
             if op.name == "func.return":
                 results = [v.type for v in op.operands]
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in entry.arguments], results))
+        for load in {op for v in registers_a for op in _loads_computing(v)}:
+            self.load_blocked(load, bits)
         axis = AxisInfo()
         for op in ops:
             if op.name == "tile.load" and _gathers(op, axis):
@@ -181,6 +189,36 @@ class TileAssignLayouts:
             if layout:
                 return layout
         return Mma.for_shape(shape, self.num_warps)
+
+    def registers_a_layouts(self, dots, mma: dict) -> list:
+        """The A operands of dots marked `tile.registers_a` (`dot_scaled`'s upcast A) whose
+        accumulator is `#tile.wgmma` with its warpgroups along M: their shape takes that grid
+        (in `mma`, where no accumulator has it), and they and what computes them elementwise
+        (from the float8 tile's ring slot on) take it (`_accumulator_values`), so that wgmma
+        reads A from registers (`distributed_wgmma.registers_a`)."""
+        out = []
+        for dot in dots:
+            a = ir.RankedTensorType(dot.operands[0].type)
+            acc = self.accumulator_layout(dot)
+            if (tile_ops.REGISTERS_A not in dot.attributes or not isinstance(acc, Wgmma) or acc.warpgroups[1] != 1
+                    or element_bits(a.element_type) != 16):
+                continue
+            layout = Wgmma(acc.warpgroups)
+            if mma.setdefault(tuple(a.shape), layout) == layout:
+                out.append(dot.operands[0])
+        return out
+
+    def load_blocked(self, load, bits: dict):
+        """A load that a register operand's chain starts from keeps its shape's blocked layout
+        (`tile-pipeline` then rings it, and the codegen reads the slot in the operand's layout
+        where a `tile.convert_layout` of it asks: `op_tile_convert_layout`)."""
+        result = load.results[0]
+        want = result.type
+        shape = list(ir.RankedTensorType(want).shape)
+        result.set_type(with_encoding(want, Blocked.default(shape, bits.get(tuple(shape), 32), self.num_warps)))
+        with ir.InsertionPoint.after(load), load.location:
+            back = tile_ops.convert_layout(result, want)
+        result.replace_all_uses_except(back, back.owner.operation)
 
     def load_per_lane(self, load):
         # %v = load -> %g = load (one element per lane); %v = convert_layout %g
@@ -274,10 +312,12 @@ def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> dict:
     return found
 
 
-def _accumulator_values(ops):
+def _accumulator_values(ops, slices=(), operands=()):
     """Which tiles of a dot's accumulator shape take its layout: the dots' results and
     accumulators and what elementwise ops and control flow (loop carries, fusion groups,
-    branches) connect to them, with the offsets and masks of their loads and stores. A tile
+    branches) connect to them, with the offsets and masks of their loads and stores; and
+    so for the column slices of an accumulator (`slices`, results of gathers: each with
+    its index), for dot operands held in registers (`operands`) and what connects to them. A tile
     that only shares their shape (attention's Q of 128 x 128 beside a 128 x 128 accumulator,
     an FP8 matmul's 64 x 64 weights beside its 64 x 64 one) keeps its blocked layout, where
     its load is 16-byte vectors: in the accumulator's it went two elements at a time or one.
@@ -303,6 +343,8 @@ def _accumulator_values(ops):
             union(op.results[0], op.operands[1], op.operands[2])
         elif op.name == "tile.store":
             union(op.operands[2], op.operands[1], op.operands[3])
+        elif op.name == "tile.gather" and op.results[0] in slices:
+            union(op.results[0], op.operands[1])
         elif op.name.startswith(_ELEMENTWISE) and not op.regions and op.results:
             shape = ir.RankedTensorType(op.results[0].type).shape if isinstance(op.results[0].type, ir.RankedTensorType) else None
             union(op.results[0], *[o for o in op.operands if isinstance(o.type, ir.RankedTensorType)
@@ -324,7 +366,51 @@ def _accumulator_values(ops):
                     for result, v in zip(op.results, block.operations[-1].operands):
                         union(result, v)
     roots = {find(op.results[0]) for op in ops if op.name == "tile.dot"}
+    roots |= {find(g) for g in slices if find(g.owner.operands[0]) in roots}
+    roots |= {find(v) for v in operands}
     return lambda v: find(v) in roots
+
+
+def _loads_computing(v) -> list:
+    """The loads of v's shape that v is computed from elementwise (through fusion groups)."""
+    shape, out, seen, todo = ir.RankedTensorType(v.type).shape, [], set(), [v]
+    while todo:
+        v = through_groups(todo.pop())
+        if v in seen or isinstance(v.owner, ir.Block):
+            continue
+        seen.add(v)
+        op = v.owner
+        if op.name in ("tile.load", "tile.load_tile"):
+            out.append(op)
+        elif op.name.startswith(_ELEMENTWISE):
+            todo.extend(o for o in op.operands if isinstance(o.type, ir.RankedTensorType)
+                        and ir.RankedTensorType(o.type).shape == shape)
+    return out
+
+
+def column_slice_layouts(ops, mma: dict, axis) -> dict:
+    """Gathers that pick whole 8-column groups of a tensor-core accumulator shape whose
+    warps (or warpgroups) are all along M, by an index the same in every row (a broadcast
+    row: `passes/column_halves.py` makes them of Triton's subtiled epilogue): result ->
+    the accumulator's warp grid on the result's shape. In it each thread holds the
+    columns it picks, in registers it holds of the accumulator (the codegen checks that
+    and picks them; `op_tile_gather`). Only where the source is in an accumulator's
+    chain do they take it (`_accumulator_values`)."""
+    found = {}
+    for op in ops:
+        if op.name != "tile.gather" or ir.IntegerAttr(op.attributes["axis"]).value != 1:
+            continue
+        src, index = (ir.RankedTensorType(v.type) for v in op.operands)
+        layout = mma.get(tuple(src.shape))
+        row = through_groups(op.operands[1]).owner
+        info = axis(op.operands[1])
+        if (layout is None or dataclasses.astuple(layout)[0][1] != 1
+                or isinstance(row, ir.Block) or row.name != "tile.broadcast"
+                or ir.RankedTensorType(row.operands[0].type).shape[0] != 1 or index.shape[1] % 8
+                or info.contiguity % 8 or info.divisibility % 8):
+            continue
+        found[op.results[0]] = type(layout)(dataclasses.astuple(layout)[0])
+    return found
 
 
 _ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.")

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.rewrite import GreedyRewriteConfig, RewritePatternSet, apply_patterns_and_fold_greedily
+from mlir.rewrite import GreedyRewriteConfig, GreedySimplifyRegionLevel, RewritePatternSet, apply_patterns_and_fold_greedily
 
 from ..dialects.op_definition import REGISTRY, create
+from .column_halves import column_half
 from .registry import register_pass
 
 NO_MATCH = True  # what a pattern returns to leave the op alone (None: it matched)
@@ -111,7 +112,54 @@ def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
         # %s = "tile.splat"(%x) : tensor<1x64xf32>; %b = "tile.broadcast"(%s) : tensor<32x64xf32>
         #   -> %b = "tile.splat"(%x) : tensor<32x64xf32>
         out.add("tile.broadcast", fold_into_producer("tile.splat", "splat"))
+        # split(permute(reshape(acc, (M, 2, N / 2)), (0, 2, 1))) -> two column slices of acc
+        out.add("tile.reshape", column_half)
     return out
+
+
+def erase_dead_ops(op) -> None:
+    """MLIR's dead-code elimination over the function holding `op`, for the passes that leave
+    ops without users behind: the greedy driver erases every upstream op that MLIR finds
+    trivially dead, and the `erase_dead` pattern every pure tile op nothing reads (and every
+    load but a volatile one). Nothing is folded, merged or simplified: only what nothing uses
+    goes."""
+    root = op.operation
+    while root.name not in ("func.func", "builtin.module") and root.parent is not None:
+        root = root.parent  # (the driver works on an op isolated from above)
+    config = GreedyRewriteConfig()
+    config.enable_folding = False
+    config.enable_constant_cse = False
+    config.region_simplification_level = GreedySimplifyRegionLevel.DISABLED
+    dead = patterns(merge=False, fold=False)
+    dead.add("tile.load", erase_unread_load, benefit=3)
+    dead.add("scf.execute_region", erase_unread_group, benefit=3)
+    apply_patterns_and_fold_greedily(root, dead.freeze(), config)
+
+
+_NO_EFFECTS = ("arith.", "math.")  # upstream dialects whose ops only compute
+
+
+def _only_reads(op) -> bool:
+    if op.name in ("scf.yield", "scf.execute_region") or op.name.startswith(_NO_EFFECTS) or op.name in pure_ops():
+        return all(_only_reads(o) for r in op.regions for b in r.blocks for o in b.operations)
+    return op.name == "tile.load" and "volatile" not in op.attributes
+
+
+def erase_unread_group(op, rewriter):
+    # %g:2 = scf.execute_region { ... tile.load ...; scf.yield ... } (no uses, reads only) -> (nothing)
+    # (a fusion group of `tile-fuse`: MLIR cannot tell that its tile ops only read)
+    if any(list(r.uses) for r in op.results) or not _only_reads(op.operation):
+        return NO_MATCH
+    rewriter.erase_op(op.operation)
+    return None
+
+
+def erase_unread_load(op, rewriter):
+    # %v = "tile.load"(%p, %offs, %mask, %other) (no uses, not volatile) -> (nothing)
+    # (a load only reads: MLIR's trivially-dead rule for an op whose effects are reads alone)
+    if "volatile" in op.attributes:
+        return NO_MATCH
+    return erase_dead(op, rewriter)
 
 
 @register_pass("tile-canonicalize")

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from mlir.dialects import scf
+
+from ..dialects.tile_ops import REGISTERS_A
 from .registry import register_pass
 from .walk import blocks_of
 
@@ -44,9 +46,18 @@ def read_as_fp8_b(value) -> bool:
     return bool(users) and all(o.name == "tile.dot" and n == 1 and "fp8_b" in o.attributes for o, n in users)
 
 
+def read_as_k_major_b(value) -> bool:
+    """Whether only dots that read their B K-major read `value`, as their B: float8 dots
+    (`read_as_fp8_b`) and those that take A from registers (`tile.registers_a`: `dot_scaled`'s,
+    whose B is the transpose of its scaled N x K tile, staged as it lies)."""
+    users = [(u.owner, u.operand_number) for u in value.uses]
+    return bool(users) and all(o.name == "tile.dot" and n == 1 and ("fp8_b" in o.attributes or REGISTERS_A in o.attributes)
+                               for o, n in users)
+
+
 def fusible(op) -> bool:
     name = op.operation.name
-    if name == "tile.trans" and read_as_fp8_b(op.results[0]):
+    if name == "tile.trans" and read_as_k_major_b(op.results[0]):
         return False  # (left beside its dots, which read its operand in place: codegen/fp8_operands.py)
     return name in FUSIBLE_TILE_OPS or (name.split(".")[0] in ("arith", "math") and not op.regions)
 

@@ -138,6 +138,7 @@ from ..dialects.tile_ops import WRITES, is_tf32
 from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar, inside, is_index_load, split_from_group
 from .next_tile_copies import plan
 from .registry import register_pass
+from .tile_canonicalize import erase_dead_ops
 from .tile_fuse import through_groups
 from .block_access import match_copy_block
 from .fp8_dots import k_major_fp8
@@ -416,12 +417,7 @@ class TilePipeline:
                 pipeline_ops.mbarrier_dealloc(bars)
         for load, ops in found:
             load.erase()
-        # The loads' offset and mask ops, each once (loads may share one: a fusion group
-        # computing several loads' offsets), erased from the last where nothing uses them.
-        dead = list({op: None for _, ops in found for op in ops})
-        for op in sorted(dead, key=lambda o: _position(body, o), reverse=True):
-            if all(not list(r.uses) for r in op.results):
-                op.erase()
+        erase_dead_ops(loop)  # the loads' offset and mask ops, which nothing reads now
 
     def issue(self, found, rings, per_load, slot, it, ub, ip):
         """Clone the loads' offsets and masks at induction value `it` (one copy of the ops

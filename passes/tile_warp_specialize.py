@@ -60,6 +60,7 @@ from mlir.dialects import arith, scf
 
 from ..dialects import pipeline_ops, warp_specialize_ops as ws
 from .registry import register_pass
+from .tile_canonicalize import erase_dead_ops
 from .tile_trans_loads import _in_loop
 from .walk import all_ops
 
@@ -280,8 +281,7 @@ class TileWarpSpecialize:
         rings = [c.operands[0] for c in p.copies]
         for c in p.copies + p.prologue:
             c.erase()
-        for block in (body, loop.block):
-            _erase_unused(block)
+        erase_dead_ops(loop.parent)  # the erased copies' coordinates and liveness
         wait = next(op.operation for op in body.operations if op.name == "tile.mbarrier_wait")
         after = _next(wait)
         staged = any(op.name == "tile.local_store" for op in all_ops(loop))
@@ -304,17 +304,6 @@ class TileWarpSpecialize:
             if use.owner.name == "tile.mbarrier_dealloc":
                 with ir.InsertionPoint.after(use.owner), loop.location:
                     pipeline_ops.mbarrier_dealloc(empty)
-
-
-def _erase_unused(block):
-    """The scalar arithmetic of `block` nothing reads (the erased copies' coordinates and liveness)."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed([op.operation for op in block.operations]):  # (users before what they read)
-            if op.name.startswith("arith.") and all(not list(r.uses) for r in op.results):
-                op.erase()
-                changed = True
 
 
 def _pipelined(loop) -> bool:

@@ -34,7 +34,8 @@ from mlir.dialects import arith, gpu, memref, nvgpu, nvvm
 
 from ...dialects.layout import element_bits as bits
 from ...dialects.layout import shared_panel
-from ..common.ir_builders import const_index, flat_view, if_else, to_index
+from ..common.ir_builders import const_index, flat_view, to_index
+from ..common.predicated_access import ByteAddress, Hints, load_one
 from ..common.lowerings import lowering
 from .distributed_memory import _base_aligned, run_width
 from .first_copies import guarded, guards, issue_copy, linear
@@ -224,22 +225,42 @@ def op_tile_async_copy(self, op):
             return tail_copy(self, tile, flat, dist, offsets, tail, slot_coords)
     coords = [elements(c, n) for c in self.coords(dist)]
     rows, cols = slot_coords(coords, n)
+    if w * bits(elem) < 32:  # narrower than cp.async's 4 bytes
+        return _element_copy(self, tile, flat, dist, offsets, mask, elem, coords)
     starts = list(range(0, n, w))
     offs, masks = at_run_starts(self, dist, starts, coords, [offsets, mask])
-    zero = arith.ConstantOp(elem, 0 if isinstance(elem, ir.IntegerType) else 0.0).result
     # A layout wider than the tile: only one copy of each run writes it (first_copies.py).
     first = guards(self, linear(thread_coords(dist, self.threads), dist.shape)[:, starts])
-    for r, f in zip(starts, first):
+    for r, f in zip(starts, first):  # cp.async moves 4, 8 or 16 bytes
         dst = to_index(tile.offset(rows[r], cols[r]))
-        if w * bits(elem) >= 32:  # cp.async moves 4, 8 or 16 bytes
-            size = arith.select(masks[r], const_index(w), const_index(0))
-            copy = lambda r=r, dst=dst, size=size: nvgpu.DeviceAsyncCopyOp(  # noqa: E731
-                tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(ir.IndexType.get(), w), srcElements=size,
-                bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result
-            issue_copy(self, f, copy)
-            continue
-        v = if_else(masks[r], elem, lambda r=r: memref.LoadOp(flat, [to_index(offs[r])]).result, lambda: zero)
-        guarded(f, lambda v=v, dst=dst: memref.StoreOp(v, tile.buf, [dst]))
+        size = arith.select(masks[r], const_index(w), const_index(0))
+        issue_copy(self, f, lambda r=r, dst=dst, size=size: nvgpu.DeviceAsyncCopyOp(
+            tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(ir.IndexType.get(), w), srcElements=size,
+            bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result)
+
+
+def _element_copy(self, tile, flat, dist, offsets, mask, elem, coords) -> None:
+    """The tile copied element by element (strides that axis info cannot prove 4-byte
+    aligned: a matmul with an odd K): a predicated `ld.global` and an `st.shared` each,
+    straight-line code as Triton's (a branch around each load cut the loop into hundreds
+    of blocks, and tutorial 03's kernel spilled); a thread's run of consecutive offsets
+    shares one 64-bit address, its other elements at immediate offsets from it."""
+    n = dist.num_registers
+    rows, cols = slot_coords(coords, n)
+    run = min(dist.vector_width, self.axis(offsets).contiguity, tile.unit) if dist.layout.order[0] == dist.rank - 1 else 1
+    run = 1 << (max(run, 1).bit_length() - 1)
+    (offs,) = at_run_starts(self, dist, list(range(0, n, run)), coords, [offsets])
+    same = run if self.axis(mask).constancy % run == 0 else 1  # (a mask along K only: one a run of B's rows)
+    (masks,) = at_run_starts(self, dist, list(range(0, n, same)), coords, [mask])
+    address = ByteAddress(flat, elem)
+    zero = arith.ConstantOp(elem, 0 if isinstance(elem, ir.IntegerType) else 0.0).result
+    copies = guards(self, linear(thread_coords(dist, self.threads), dist.shape))  # (a tile smaller than the threads)
+    for first in range(0, n, run):  # (a run within a 16-byte unit, which the swizzle keeps whole)
+        at, dst = address(offs[first]), tile.offset(rows[first], cols[first])
+        for r in range(first, first + run):
+            got = load_one(address.shifted(at, r - first) if r > first else at, masks[r - r % same], zero, elem, Hints())
+            guarded(copies[r], lambda got=got, r=r, first=first, dst=dst: memref.StoreOp(
+                got, tile.buf, [to_index(arith.addi(dst, i32(r - first)) if r > first else dst)]))
 
 
 def slot_coords(coords: list, n: int) -> tuple:

@@ -58,7 +58,7 @@ from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
 from ...passes.tile_fuse import read_as_fp8_b
 from .first_copies import guarded, guards, linear
-from .held_registers import defer
+from .held_registers import defer, held_at
 from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
 from .static_registers import constant_offset_groups, static_values, thread_coords
 
@@ -201,9 +201,29 @@ def chunks_of(self, dists, extent: int, fit: int, axis: int = 0, contiguous: boo
     return None
 
 
+def _slot_read(self, op):
+    """A layout change of a ring slot's tile (`tile.local_load`) in the same block: the slot
+    read again, in the new layout (a float8 operand that wgmma takes from registers), instead
+    of the registers through more shared memory; else None."""
+    src = op.operands[0]
+    load = None if isinstance(src.owner, ir.Block) else src.owner
+    if (load is None or load.name != "tile.local_load" or "transposed" in load.attributes
+            or load.operation.block != op.operation.block):
+        return None
+    tile = self.map[load.operands[0]].slot(self.value(load.operands[1]))
+    dist = self.dist(op.results[0])
+    out = [None] * dist.num_registers
+    unstage(self, out, dist, tile)
+    return from_elements(out, tile.elem)
+
+
 @lowering("tile.convert_layout", target="gpu")
 def op_tile_convert_layout(self, op):
     src = op.operands[0]
+    read = _slot_read(self, op)
+    if read is not None:
+        self.map[op.results[0]] = read
+        return
     if self.rematerializable(src) or not _fits(ir.RankedTensorType(src.type)):
         return self.remat_own(op)
     if only_reduced_in_place(self, op):  # (made only if something else asks for it)
@@ -256,8 +276,8 @@ def _padded_size(size: int, elem) -> int:
     return size + ((size >> shift) + (size >> (shift + 5))) * pad
 
 
-def _gathered_positions(self, op, dist, sdist, axis: int):
-    """Per result register, the linear position in the source of the element it picks: the
+def _picked_coords(self, op, dist, sdist, axis: int) -> list:
+    """Per dim, the source coordinates of the elements the result registers pick: the
     index (i32, modulo the source's extent, so that an index outside the tile reads some
     element of it, as on the CPU, never other shared memory) along `axis`, the register's
     own coordinate along the others."""
@@ -267,8 +287,25 @@ def _gathered_positions(self, op, dist, sdist, axis: int):
     if ir.VectorType(picked.type).element_type != i32_vec.element_type:
         picked = arith.trunci(i32_vec, picked)
     picked = arith.remui(picked, splat(i32(sdist.shape[axis]), n))
-    at = [picked if d == axis else c for d, c in enumerate(self.coords(dist))]
-    return linear_index(at, row_major_strides(sdist.shape), n)
+    return [picked if d == axis else c for d, c in enumerate(self.coords(dist))]
+
+
+def _gathered_positions(self, op, dist, sdist, axis: int):
+    """Per result register, the linear position in the source of the element it picks."""
+    return linear_index(_picked_coords(self, op, dist, sdist, axis), row_major_strides(sdist.shape), dist.num_registers)
+
+
+def _held_gather(self, op, dist, sdist, axis: int):
+    """The gather's result from registers each thread already holds of the source (a column
+    slice of an accumulator in its own tensor-core layout: `passes/column_halves.py`),
+    where the index is known at compile time and every thread holds what it picks in the
+    same register; else None."""
+    want = thread_coords(dist, self.threads)
+    picked = static_values(op.operands[1], want)
+    if picked is None:
+        return None
+    want[axis] = picked % (1 << 32) % sdist.shape[axis]  # as _picked_coords' remui
+    return held_at(self, op.operands[0], _picked_coords(self, op, dist, sdist, axis), dist.num_registers, want)
 
 
 @lowering("tile.gather", target="gpu")
@@ -279,6 +316,10 @@ def op_tile_gather(self, op):
     if encoding_of(index.type) != encoding_of(op.results[0].type):  # tile-assign-layouts makes them one
         raise TileError("gather's index and result must share a layout: a thread reads what its index registers name")
     dist, sdist = self.dist(op.results[0]), self.dist(src)
+    held = _held_gather(self, op, dist, sdist, axis)
+    if held is not None:
+        self.map[op.results[0]] = held
+        return
     n, sn = dist.num_registers, sdist.num_registers
     if bits(elem) not in (8, 16, 32, 64) or isinstance(elem, ir.IntegerType) and elem.width == 1:
         targets = _gathered_positions(self, op, dist, sdist, axis)

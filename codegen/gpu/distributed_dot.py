@@ -22,11 +22,13 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, vector
 
+from ...dialects.layout import MAX_SHARED
+from ...dialects.layout import element_bits as bits
 from ...dialects.tile_ops import is_tf32
 from ...frontend.errors import TileError
 from ..common.ir_builders import to_index
 from .distributed_async_copy import SharedTile, shared_writes_done
-from .distributed_convert import stage, stage_transposed
+from .distributed_convert import chunks_of, stage, stage_transposed
 from .distributed_layout import MmaDistribution, WgmmaDistribution
 from .distributed_wgmma import registers_a, wgmma_dot
 from .distributed_wgmma import supported as wgmma_supported
@@ -93,6 +95,8 @@ def op_tile_dot(self, op):
     ta, tb = (self.map.get(v) for v in (a, b))
     ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
     a_in_registers = isinstance(cd, WgmmaDistribution) and registers_a(self, op)
+    if a_in_registers and tb is None and step == 16:
+        return _chunked_b(self, op, b, K, N)
     if (ta is None and not a_in_registers) or tb is None:  # stage the register operands in a swizzled scratch tile
         need = (0 if ta or a_in_registers else M * K) + (0 if tb else K * N)
         buf = self.scratch(elem, need, align=1024)  # the 128-byte swizzle's period
@@ -165,6 +169,38 @@ def op_tile_dot(self, op):
                     for i, r in enumerate(idx):
                         regs[r] = out[i]
     self.map[op.results[0]] = from_elements(regs, f32)
+
+
+def _chunked_b(self, op, b, K: int, N: int):
+    """A wgmma dot with A in registers (`dot_scaled`'s) and B held in registers: B staged
+    in as few chunks as fit in the shared memory left (tutorial 10's scaled 128 x 256 bf16
+    B, 64 KB, beside 192 KB of float8 rings: two), one after another through one buffer,
+    each multiplied as it lands (every warp's wgmmas on a chunk waited for before the
+    barrier that lets the next one overwrite it). A B that is the transpose of an N x K
+    tile (`b.T`, left unmade: `fp8_operands.py`) is staged as that tile lies, read K-major,
+    in chunks of N (each an `m64nNk16` on its columns of the accumulator); another, in
+    chunks of K."""
+    elem = ir.RankedTensorType(b.type).element_type
+    source = None if isinstance(b.owner, ir.Block) else b.owner.operation
+    k_major = source is not None and source.name == "tile.trans" and self.map.get(b) is None
+    staged, extent, row_bytes = (source.operands[0], N, K * bits(elem) // 8) if k_major else (b, K, N * bits(elem) // 8)
+    free = MAX_SHARED - -(-self.scratch_base // 1024) * 1024
+    chunks = chunks_of(self, (self.dist(staged),), extent, free // row_bytes, contiguous=True)
+    rows = extent // chunks.count if chunks else 0
+    if chunks is None or rows % 16:
+        raise TileError(f"tile too large: the dot's {K}x{N} B needs more shared memory than the {free} bytes left, "
+                        "in chunks of 16 rows or more: use smaller tiles or fewer stages")
+    buf = self.scratch(elem, rows * row_bytes * 8 // bits(elem), align=1024)
+    tb = SharedTile(buf, i32(0), rows, K, elem, transposed=True) if k_major else SharedTile(buf, i32(0), rows, N, elem)
+    regs = None
+    for c in range(chunks.count):
+        gpu.barrier()
+        stage(self, staged, tb, (chunks, c))
+        shared_writes_done(self)
+        if k_major:  # (8 columns of N a group)
+            regs = wgmma_dot(self, op, None, tb, groups=range(c * rows // 8, (c + 1) * rows // 8), regs=regs)
+        else:  # (16 rows of K a step)
+            regs = wgmma_dot(self, op, None, tb, steps=range(c * rows // 16, (c + 1) * rows // 16), regs=regs)
 
 
 def _tf32_dot(self, op, ta: SharedTile, tb: SharedTile, row0, col0):

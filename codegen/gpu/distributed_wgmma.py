@@ -136,9 +136,14 @@ def _wgmma_registers_a(struct, acc, n: int, frags: list, desc_b, tn: int, elem, 
 _WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
 
 
-def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
+def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | None = None, groups: range | None = None,
+              regs: list | None = None):
     """ta None: A from registers (`registers_a`). float8 operands (e4m3, e5m2, one of each)
-    take `m64nNk32` steps, both K-major (A as loaded, B from a transposed tile)."""
+    take `m64nNk32` steps, both K-major (A as loaded, B from a transposed tile). A chunk of
+    B in `tb` (one warpgroup along N): `steps`, only those K steps (`tb` holding their rows
+    of B), or `groups`, only those 8-column groups of N (`tb` holding their columns), onto
+    the accumulator registers `regs` (default: all of them, onto the accumulator operand's).
+    Returns the result's registers."""
     acc = op.operands[2]
     cd = self.dist(op.results[0])
     elem = tb.elem
@@ -169,13 +174,15 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
         desc_b = _mn_major(tb)
         col_b = (arith.muli(part_n, i32(tn)) if gn > 1 else None, 0)
 
-    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (reps_n * 4)) + ")>")
-    regs = elements(self.value(acc), cd.num_registers)
+    groups = range(reps_n) if groups is None else groups
+    tn, width = len(groups) * 8, len(groups) * 4  # (the instruction's N and accumulator registers)
+    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * width) + ")>")
+    regs = elements(self.value(acc), cd.num_registers) if regs is None else regs
     accs = []
     for rm in range(reps_m):
         s = llvm.UndefOp(struct).result
-        for j in range(reps_n * 4):
-            s = llvm.InsertValueOp(s, regs[cd.register(rm, 0, 0) + j], [j]).result
+        for j in range(width):
+            s = llvm.InsertValueOp(s, regs[cd.register(rm, groups[0], 0) + j], [j]).result
         accs.append(s)
     # shape, A/B/D types, D/A/B scales, A layout (row: K-major), B layout (row: N-major); col for a transposed slot
     attrs = [ir.Attribute.parse(a) for a in (
@@ -189,11 +196,13 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
         a_regs = elements(self.value(op.operands[0]), da.num_registers)
     nvvm.WgmmaFenceAlignedOp()
     k = ir.RankedTensorType(op.operands[0].type).shape[1]
-    for ks in range(k // kstep):  # K steps
-        b = _at(desc_b, tb, 0, (None, ks * kstep)) if tb.transposed else _at(desc_b, tb, ks * kstep, col_b)
+    steps = range(k // kstep) if steps is None else steps
+    for ks in steps:  # K steps
+        kb = (ks - steps[0]) * kstep  # (B's row in tb)
+        b = _at(desc_b, tb, 0, (None, kb)) if tb.transposed else _at(desc_b, tb, kb, col_b)
         for rm in range(reps_m):
             if ta is None:
-                accs[rm] = _wgmma_registers_a(struct, accs[rm], reps_n * 4, _a_fragments(da, a_regs, elem, rm, ks),
+                accs[rm] = _wgmma_registers_a(struct, accs[rm], width, _a_fragments(da, a_regs, elem, rm, ks),
                                               b, tn, elem, 0 if tb.transposed else 1)
                 continue
             a = _at(desc_a, ta, ks * 16, (col_a, rm * 64)) if ta.transposed else _at(desc_a, ta, rm * 64, (None, ks * kstep))
@@ -203,9 +212,10 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile):
         nvvm.WgmmaWaitGroupSyncOp(0)
     out = list(regs)
     for rm in range(reps_m):
-        for j in range(reps_n * 4):
-            out[cd.register(rm, 0, 0) + j] = llvm.ExtractValueOp(f32, accs[rm], [j]).result
+        for j in range(width):
+            out[cd.register(rm, groups[0], 0) + j] = llvm.ExtractValueOp(f32, accs[rm], [j]).result
     self.map[op.results[0]] = from_elements(out, f32)
+    return out
 
 
 @lowering("tile.dot_wait", target="gpu")

@@ -6,14 +6,15 @@ K-major, which is how the N x K tile lies: the transpose costs no code.
 - of a ring slot (`tile.local_load`, copied with cp.async 16 bytes at a time): the slot,
   marked as holding the transpose (`SharedTile.transposed`), which the dot reads in place;
 - of registers: left unmade (`defer`); the dot stores its operand, the N x K tile, into
-  shared memory as it is, with vector stores along K (`distributed_dot.py`).
+  shared memory as it is, with vector stores along K (`distributed_dot.py`). So too the
+  scaled 16-bit B of `dot_scaled` (`tile.registers_a`), which wgmma then reads K-major.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from ...passes.tile_fuse import read_as_fp8_b
+from ...passes.tile_fuse import read_as_fp8_b, read_as_k_major_b
 from ..common.lowerings import lowering
 from .distributed_async_copy import SharedTile
 from .held_registers import defer
@@ -27,7 +28,7 @@ def op_tile_trans(self, op):
     if isinstance(src, SharedTile) and read_as_fp8_b(result):
         self.map[result] = dataclasses.replace(src, transposed=not src.transposed)
         return
-    if read_as_fp8_b(result):
+    if read_as_k_major_b(result):
         d = self.dist(result)
         defer(self, result, lambda: self.eval_at(result, self.coords(d), d.num_registers, thread_coords(d, self.threads)))
         return

@@ -160,6 +160,9 @@ def static_values(v, coords: list[np.ndarray], depth: int = 0):
         return static_values(op.operands[0], broadcast_coords(coords, src_shape), depth + 1)
     if op.name == "tile.trans":
         return static_values(op.operands[0], trans_coords(coords, permutation_of(op)), depth + 1)
+    if op.name == "tile.reshape":
+        src_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
+        return static_values(op.operands[0], reshape_coords(coords, list(t.shape), src_shape), depth + 1)
     if op.name in _BINARY:
         a, b = (static_values(o, coords, depth + 1) for o in op.operands)
         if a is None or b is None or op.name in _UNDEFINED_AT and _UNDEFINED_AT[op.name](b).any():

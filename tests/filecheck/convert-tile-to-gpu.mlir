@@ -541,19 +541,13 @@ func.func @gather(%x: memref<?xf16, strided<[?], offset: ?>>, %out: memref<?xf16
 
 // -----
 
-// A permutation within each thread's run (index r xor 1) is the same shift in
-// every thread: one address is computed, the other 7 loads are at constant offsets.
+// A permutation within each thread's run (index r xor 1) picks registers the thread
+// holds: no shared memory, no barrier, no load from it (`_held_gather`).
 
 // CHECK-LABEL: gpu.func @gather_pairs_swapped(
-// CHECK: gpu.barrier
-// CHECK: gpu.barrier
-// CHECK: arith.muli %{{.*}}, %c2_i32 : i32
-// CHECK-NEXT: %[[AT:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT: arith.addi %[[AT]], %c-1_i32 : i32
-// CHECK-COUNT-6: arith.addi %[[AT]], %c{{[0-9]+}}_i32 : i32
-// CHECK-NOT: arith.shrui
-// CHECK-COUNT-8: memref.load
-// CHECK-NOT: memref.load
+// CHECK-SAME: tile.shared_bytes = 0
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: memref.load {{.*}}workgroup
 // CHECK: gpu.return
 #b = #tile.blocked<[8], [32], [4], [0]>
 func.func @gather_pairs_swapped(%x: memref<?xf16, strided<[?], offset: ?>>, %out: memref<?xf16, strided<[?], offset: ?>>) attributes {tile.kernel} {
@@ -566,6 +560,37 @@ func.func @gather_pairs_swapped(%x: memref<?xf16, strided<[?], offset: ?>>, %out
   %c1 = arith.constant 1 : i32
   %s1 = "tile.splat"(%c1) : (i32) -> tensor<1024xi32, #b>
   %idx = arith.xori %r, %s1 : tensor<1024xi32, #b>
+  %g = "tile.gather"(%v, %idx) {axis = 0 : i32} : (tensor<1024xf16, #b>, tensor<1024xi32, #b>) -> tensor<1024xf16, #b>
+  "tile.store"(%out, %r, %g, %m) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xf16, #b>, tensor<1024xi1, #b>) -> ()
+  return
+}
+
+// -----
+
+// The neighbouring thread's run (index r xor 8) is the same shift in every thread:
+// through shared memory, one address computed, the other 7 loads at constant offsets.
+
+// CHECK-LABEL: gpu.func @gather_runs_swapped(
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK: arith.muli %{{.*}}, %c2_i32 : i32
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
+// CHECK-COUNT-7: arith.addi %[[AT]], %c{{[0-9]+}}_i32 : i32
+// CHECK-NOT: arith.shrui
+// CHECK-COUNT-8: memref.load
+// CHECK-NOT: memref.load
+// CHECK: gpu.return
+#b = #tile.blocked<[8], [32], [4], [0]>
+func.func @gather_runs_swapped(%x: memref<?xf16, strided<[?], offset: ?>>, %out: memref<?xf16, strided<[?], offset: ?>>) attributes {tile.kernel} {
+  %r = "tile.arange"() {start = 0 : i32, end = 1024 : i32} : () -> tensor<1024xi32, #b>
+  %t = arith.constant true
+  %m = "tile.splat"(%t) : (i1) -> tensor<1024xi1, #b>
+  %z = arith.constant 0.0 : f16
+  %other = "tile.splat"(%z) : (f16) -> tensor<1024xf16, #b>
+  %v = "tile.load"(%x, %r, %m, %other) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xi1, #b>, tensor<1024xf16, #b>) -> tensor<1024xf16, #b>
+  %c8 = arith.constant 8 : i32
+  %s8 = "tile.splat"(%c8) : (i32) -> tensor<1024xi32, #b>
+  %idx = arith.xori %r, %s8 : tensor<1024xi32, #b>
   %g = "tile.gather"(%v, %idx) {axis = 0 : i32} : (tensor<1024xf16, #b>, tensor<1024xi32, #b>) -> tensor<1024xf16, #b>
   "tile.store"(%out, %r, %g, %m) : (memref<?xf16, strided<[?], offset: ?>>, tensor<1024xi32, #b>, tensor<1024xf16, #b>, tensor<1024xi1, #b>) -> ()
   return
