@@ -52,6 +52,7 @@ from ..common.lowerings import lowering, lowerings
 from . import register_values
 from .distributed_layout import Distribution, MmaDistribution, RowsDistribution, WgmmaDistribution, row_major_strides
 from .fast_math import f32_form
+from .first_copies import guarded, guards, linear
 from .register_vectors import elements as _elements
 from .register_vectors import from_elements as _from_elements
 from .register_vectors import i32 as _i32
@@ -63,7 +64,7 @@ from ...dialects.tile_ops import WRITES
 from ..common.float8 import is_float8, narrow_float8, widen_float8
 from ...passes.index_values import is_elementwise
 from .held_registers import defer, only_read_through
-from .static_registers import repeats, vector_reads
+from .static_registers import repeats, thread_coords, vector_reads
 from .distributed_tma import bulk_reads_done
 
 # 32-bit registers per thread for one tile value. Past 255 ptxas spills (the build warns, as
@@ -208,9 +209,10 @@ class Translator:
             return arith.cmpi(arith.CmpIPredicate.ne, got, _splat(arith.ConstantOp(i8, 0).result, dst_n))
         buf = self.scratch(elem, math.prod(src_dist.shape), align=16)
         lin = linear_index(src_coords, row_major_strides(src_dist.shape), src_dist.num_registers)
+        first = guards(self, linear(thread_coords(src_dist, self.threads), src_dist.shape))  # one copy writes
         gpu.barrier()
-        for r, (v, i) in enumerate(zip(_elements(src_vec, src_dist.num_registers), _elements(lin, src_dist.num_registers))):
-            memref.StoreOp(v, buf, [to_index(i)])
+        for v, i, f in zip(_elements(src_vec, src_dist.num_registers), _elements(lin, src_dist.num_registers), first):
+            guarded(f, lambda v=v, i=i: memref.StoreOp(v, buf, [to_index(i)]))
         gpu.barrier()
         at = _elements(targets, dst_n)
         if static is None:

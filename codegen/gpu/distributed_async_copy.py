@@ -38,7 +38,9 @@ from ..common.ir_builders import const_index, flat_view, to_index
 from ..common.predicated_access import ByteAddress, Hints, load_one
 from ..common.lowerings import lowering
 from .distributed_memory import _base_aligned, run_width
+from .first_copies import guarded, guards, issue_copy, linear
 from .register_vectors import elements, from_elements, i32
+from .static_registers import thread_coords
 from .tail_masked_copies import at_run_starts, tail_copy, tail_mask
 
 
@@ -127,12 +129,23 @@ def shared_buffer(self, elem, count: int, align: int = 1024):
     scratch goes above it. 1024-byte aligned, the period of the 128-byte swizzle (the
     shared memory itself is aligned so, see `align-dynamic-shared`). Returns the view and
     its byte offset."""
-    if self.scratch_bytes > self.scratch_base:
+    if self.scratch_bytes > self.scratch_base or _in_loop():  # (in a loop: by the iteration before, after this)
         gpu.barrier()
     start = -(-self.scratch_base // align) * align  # where `scratch` puts it
     view = self.scratch(elem, count, align)
     self.scratch_base = self.live_buffers[start] = start + count * bits(elem) // 8
     return view, start
+
+
+def _in_loop() -> bool:
+    """Whether the insertion point is in a loop's body (a persistent matmul's ring, allocated
+    per tile: the previous tile's epilogue staged its output where the ring's copies now write)."""
+    op = ir.InsertionPoint.current.block.owner
+    while op is not None and op.name != "gpu.func":
+        if op.name in ("scf.for", "scf.while"):
+            return True
+        op = op.parent
+    return False
 
 
 @lowering("tile.local_alloc", target="gpu")
@@ -176,16 +189,18 @@ def _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v: int) -> None:
     per_row = dist.shape[-1] // v
     for first in range(0, chunks, self.threads):
         c = arith.addi(self.tid, i32(first)) if first else self.tid
-        if first + self.threads > chunks:  # the last round: threads past the end copy a chunk again, the
-            c = arith.remui(c, i32(chunks))  # same bytes to the same place (a guard would hide the copy's token)
+        # the last round: threads past the end copy nothing (a copy of a chunk again, the same bytes
+        # to the same place, is a write-write race for racecheck)
+        inside = arith.cmpi(arith.CmpIPredicate.ult, c, i32(chunks)) if first + self.threads > chunks else None
         row, col = arith.divui(c, i32(per_row)), arith.muli(arith.remui(c, i32(per_row)), i32(v))
         coords = [from_elements([x], ir.IntegerType.get_signless(32)) for x in ([row, col] if dist.rank == 2 else [col])]
         off, ok = (elements(self.eval_at(t, coords, 1), 1)[0] for t in (offsets, mask))
         size = arith.select(ok, const_index(v), const_index(0))
         dst = to_index(tile.offset(row if dist.rank == 2 else i32(0), col))
-        self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(
+        copy = lambda dst=dst, off=off, size=size: nvgpu.DeviceAsyncCopyOp(  # noqa: E731
             tile.buf, [dst], flat, [to_index(off)], ir.IntegerAttr.get(ir.IndexType.get(), v), srcElements=size,
-            bypassL1=ir.UnitAttr.get() if v * bits(elem) == 128 else None).result)
+            bypassL1=ir.UnitAttr.get() if v * bits(elem) == 128 else None).result
+        issue_copy(self, inside, copy)
 
 
 @lowering("tile.async_copy", target="gpu")
@@ -203,7 +218,9 @@ def op_tile_async_copy(self, op):
         v = chunk_width(self, dist, offsets, mask, elem, aligned)  # (16 bytes at most: a slot's unit)
         if v > w and v * bits(elem) >= 32:
             return _chunked_copy(self, tile, flat, dist, offsets, mask, elem, v)
-        tail = tail_mask(self, run_width(self, dist, offsets, None, elem, aligned, tile.unit), mask)
+        # (runs no longer than a thread holds: a 16-byte copy from each thread's 2 elements wrote
+        # over its neighbours' and past the slot's end, into the next buffer)
+        tail = tail_mask(self, min(run_width(self, dist, offsets, None, elem, aligned), tile.unit), mask)
         if tail is not None and tail.width > w and tail.width * bits(elem) >= 32:  # runs cut by a bound
             return tail_copy(self, tile, flat, dist, offsets, tail, slot_coords)
     coords = [elements(c, n) for c in self.coords(dist)]
@@ -212,11 +229,14 @@ def op_tile_async_copy(self, op):
         return _element_copy(self, tile, flat, dist, offsets, mask, elem, coords)
     starts = list(range(0, n, w))
     offs, masks = at_run_starts(self, dist, starts, coords, [offsets, mask])
-    for r in starts:  # cp.async moves 4, 8 or 16 bytes
+    # A layout wider than the tile: only one copy of each run writes it (first_copies.py).
+    first = guards(self, linear(thread_coords(dist, self.threads), dist.shape)[:, starts])
+    for r, f in zip(starts, first):  # cp.async moves 4, 8 or 16 bytes
         dst = to_index(tile.offset(rows[r], cols[r]))
         size = arith.select(masks[r], const_index(w), const_index(0))
-        self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(
-            ir.IndexType.get(), w), srcElements=size, bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result)
+        issue_copy(self, f, lambda r=r, dst=dst, size=size: nvgpu.DeviceAsyncCopyOp(
+            tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(ir.IndexType.get(), w), srcElements=size,
+            bypassL1=ir.UnitAttr.get() if w * bits(elem) == 128 else None).result)
 
 
 def _element_copy(self, tile, flat, dist, offsets, mask, elem, coords) -> None:
@@ -234,11 +254,13 @@ def _element_copy(self, tile, flat, dist, offsets, mask, elem, coords) -> None:
     (masks,) = at_run_starts(self, dist, list(range(0, n, same)), coords, [mask])
     address = ByteAddress(flat, elem)
     zero = arith.ConstantOp(elem, 0 if isinstance(elem, ir.IntegerType) else 0.0).result
+    copies = guards(self, linear(thread_coords(dist, self.threads), dist.shape))  # (a tile smaller than the threads)
     for first in range(0, n, run):  # (a run within a 16-byte unit, which the swizzle keeps whole)
         at, dst = address(offs[first]), tile.offset(rows[first], cols[first])
         for r in range(first, first + run):
             got = load_one(address.shifted(at, r - first) if r > first else at, masks[r - r % same], zero, elem, Hints())
-            memref.StoreOp(got, tile.buf, [to_index(arith.addi(dst, i32(r - first)) if r > first else dst)])
+            guarded(copies[r], lambda got=got, r=r, first=first, dst=dst: memref.StoreOp(
+                got, tile.buf, [to_index(arith.addi(dst, i32(r - first)) if r > first else dst)]))
 
 
 def slot_coords(coords: list, n: int) -> tuple:

@@ -57,6 +57,7 @@ from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
 from ...passes.tile_fuse import read_as_fp8_b
+from .first_copies import guarded, guards, linear
 from .held_registers import defer, held_at
 from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
 from .static_registers import constant_offset_groups, static_values, thread_coords
@@ -97,8 +98,14 @@ def stage(self, value, tile: SharedTile, chunk=None):
     where possible. With `chunk` (a `Chunks` and a chunk number), only that chunk's."""
     dist = self.dist(value)
     vals = elements(self.value(value), dist.num_registers)
-    for r, w, at in _accesses(self, dist, tile, chunk):
-        store_run(tile.buf, vals, r, w, at, tile.elem)
+    runs = _accesses(self, dist, tile, chunk)
+    for (r, w, at), f in zip(runs, _first_copies(self, dist, [r for r, _, _ in runs])):
+        guarded(f, lambda r=r, w=w, at=at: store_run(tile.buf, vals, r, w, at, tile.elem))
+
+
+def _first_copies(self, dist, registers: list[int]) -> list:
+    """Per register listed, the guard that lets one copy of its element write (`first_copies.py`)."""
+    return guards(self, linear(thread_coords(dist, self.threads), dist.shape)[:, registers])
 
 
 def stage_transposed(self, value, tile: SharedTile):
@@ -108,8 +115,8 @@ def stage_transposed(self, value, tile: SharedTile):
     n = dist.num_registers
     vals = elements(self.value(value), n)
     rows, cols = slot_coords([elements(c, n) for c in self.coords(dist)], n)
-    for r in range(n):
-        memref.StoreOp(vals[r], tile.buf, [to_index(tile.offset(cols[r], rows[r]))])
+    for r, f in zip(range(n), _first_copies(self, dist, list(range(n)))):
+        guarded(f, lambda r=r: memref.StoreOp(vals[r], tile.buf, [to_index(tile.offset(cols[r], rows[r]))]))
 
 
 def unstage(self, out: list, dist, tile: SharedTile, chunk=None):
@@ -325,11 +332,13 @@ def op_tile_gather(self, op):
     vals = elements(self.value(src), sn)
     # A run of up to 16 bytes lies in one 128-byte row: one padded address, 4-byte stores from it.
     w = _run(sdist, 128 // bits(elem)) if not isinstance(sdist, MmaDistribution) else 1
+    first = _first_copies(self, sdist, list(range(0, sn, w)))
     gpu.barrier()
-    for r in range(0, sn, w):
+    for r, f in zip(range(0, sn, w), first):
         at = _padded(lin[r], elem)
         for j in range(0, w, pad):
-            store_run(buf, vals, r + j, min(w, pad), to_index(arith.addi(at, i32(j)) if j else at), elem)
+            guarded(f, lambda r=r, j=j, at=at: store_run(buf, vals, r + j, min(w, pad),
+                                                         to_index(arith.addi(at, i32(j)) if j else at), elem))
     gpu.barrier()
     targets = elements(_gathered_positions(self, op, dist, sdist, axis), n)
     at = [None] * n

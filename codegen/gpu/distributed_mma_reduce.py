@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import gpu, memref
+from mlir.dialects import arith, gpu, memref
 
 from ..common.ir_builders import to_index
 from .distributed_layout import MmaDistribution
+from .first_copies import copy_bits, copy_number
 from .held_registers import defer, only_read_through, pick
 from .lane_shuffles import in_thread_combine, shuffle_combine
-from .register_vectors import elements, from_elements
+from .register_vectors import elements, from_elements, i32
 from .static_registers import thread_coords
 
 
@@ -96,16 +97,25 @@ def reduce_mma_rows(self, op, tile, row_lanes):
 
 
 def _into_layout(self, result, dist, values, firsts, elem):
-    """The row results into the result's layout through a buffer of one value a row (the
-    lanes of a row all write it: the same value)."""
-    buf = self.scratch(elem, dist.shape[0])
+    """The row results into the result's layout through a buffer of one value a row per copy:
+    the threads that hold a row (a quad's lanes, warpgroups side by side along N) each write
+    their own copy, row r's k-th at r * copies + k, and readers read copy 0. Distinct
+    addresses, so no race (`first_copies.py`), and no guard: a predicate live through an
+    attention loop made ptxas spill a kernel at 255 registers."""
+    per_row = set(copy_bits(thread_coords(dist, self.threads)[0][:, firsts]))
+    bits = per_row.pop() if len(per_row) == 1 else 0  # (rows copied alike in every register, as in these layouts)
+    copies = 1 << bin(bits).count("1")
+    buf = self.scratch(elem, dist.shape[0] * copies)
     gpu.barrier()
     at = elements(self.coords(dist)[0], dist.num_registers)
+    k = copy_number(self, bits)
     for v, r in zip(values, firsts):
-        memref.StoreOp(v, buf, [to_index(at[r])])
+        slot = arith.addi(arith.muli(at[r], i32(copies)), k) if copies > 1 else at[r]
+        memref.StoreOp(v, buf, [to_index(slot)])
     gpu.barrier()
     rdist = self.dist(result)
-    out = [memref.LoadOp(buf, [to_index(c)]).result for c in elements(self.coords(rdist)[0], rdist.num_registers)]
+    rows = elements(self.coords(rdist)[0], rdist.num_registers)
+    out = [memref.LoadOp(buf, [to_index(arith.muli(c, i32(copies)) if copies > 1 else c)]).result for c in rows]
     return from_elements(out, elem)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
@@ -24,6 +25,7 @@ from ..common.lowerings import lowering
 from .distributed_layout import Distribution, row_major_strides
 from .distributed_mma_reduce import mma_row_source, reduce_mma_rows
 from .lane_shuffles import in_thread_combine, shuffle_combine
+from .first_copies import guarded, guards
 from .held_registers import defer, only_read_through, pick
 from .register_vectors import elements, from_elements, i32, linear_index
 from .static_registers import thread_coords
@@ -38,7 +40,13 @@ def _effective(dist: Distribution, axis: int) -> tuple[int, int]:
     return lanes, warps
 
 
-def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
+def _warp_along(self, dist, axis: int) -> np.ndarray:
+    """Per thread, its warp's coordinate along `axis` (`warp_a` at compile time)."""
+    warp = np.arange(self.threads) // 32
+    return warp // dist.warp_shift(axis) % dist.layout.warps_per_cta[axis]
+
+
+def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int, dist, axis: int):
     """A full reduction's last step. Each warp writes its partial; lane i reads warp
     (i mod warps)'s and a butterfly over `warps` lanes combines them: one shared load and
     log2(warps) shuffles in every warp at once, not `warps` loads per thread (registers
@@ -56,7 +64,8 @@ def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int):
     if not follows and not first:
         gpu.barrier()
     offset = (lambda v: arith.addi(v, i32(warps))) if half else (lambda v: v)  # noqa: E731
-    memref.StoreOp(partial, buf, [to_index(offset(warp_a))])
+    at = offset(warp_a)  # (every lane of a warp holds its partial: one writes)
+    guarded(guards(self, _warp_along(self, dist, axis)[:, None])[0], lambda: memref.StoreOp(partial, buf, [to_index(at)]))
     gpu.barrier()
     mine = memref.LoadOp(buf, [to_index(offset(arith.andi(self.lane, i32(warps - 1))))]).result
     self.map[op.results[0]] = shuffle_combine(kind, elem, mine, 1, warps)
@@ -124,15 +133,19 @@ def _into_layout(self, op, dist, axis, kind, elem, partials, coords, warps, out_
     out_strides = row_major_strides(out_shape)
     warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(dist.layout.warps_per_cta[axis]))
     if not out_shape and warps & (warps - 1) == 0:
-        _scalar_across_warps(self, op, kind, elem, next(iter(partials.values()))[0], warp_a, warps)
+        _scalar_across_warps(self, op, kind, elem, next(iter(partials.values()))[0], warp_a, warps, dist, axis)
         return
     buf = self.scratch(elem, warps * count)
+    # Every lane along the axis holds the result after the butterfly, and copies hold it too: one writes.
+    held, kept = thread_coords(dist, self.threads), [d for d in range(dist.rank) if d != axis]
+    firsts = [r for _, r in partials.values()]
+    at = _warp_along(self, dist, axis)[:, None] * count + sum(held[d][:, firsts] * s for s, d in zip(out_strides, kept))
     gpu.barrier()
-    for v, r in partials.values():
+    for (v, r), f in zip(partials.values(), guards(self, at)):
         lin = arith.muli(warp_a, i32(count))
-        for s, d in zip(out_strides, [d for d in range(dist.rank) if d != axis]):
+        for s, d in zip(out_strides, kept):
             lin = arith.addi(lin, arith.muli(coords[d][r], i32(s)))
-        memref.StoreOp(v, buf, [to_index(lin)])
+        guarded(f, lambda v=v, lin=lin: memref.StoreOp(v, buf, [to_index(lin)]))
     gpu.barrier()
     if not out_shape:
         acc = memref.LoadOp(buf, [to_index(i32(0))]).result

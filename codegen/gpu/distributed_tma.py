@@ -3,8 +3,9 @@ lowering of what `tile-pipeline` makes with `tma`: `tile.mbarrier_alloc`,
 `tile.tma_load`, `tile.mbarrier_wait`. Upstream nvgpu ops throughout:
 
 - `tile.mbarrier_alloc`: `nvgpu.mbarrier.create` (a group in static shared
-  memory), each barrier `nvgpu.mbarrier.init` by thread 0, then a barrier so
-  that every thread sees them initialized.
+  memory), each barrier `nvgpu.mbarrier.init` by thread 0 and a `fence.proxy.async`
+  (the TMA unit updates them through the async proxy), then a barrier so that
+  every thread sees them initialized.
 - `tile.tma_load`: if the copy is live, one `nvgpu.tma.async.load`
   (`cp.async.bulk.tensor.2d`) per 128-byte panel of the slot, each from lane 0
   of the next warp in turn; the first also announces the slot's bytes with
@@ -71,6 +72,12 @@ def op_tile_mbarrier_alloc(self, op):
     arrivals = const_index(ir.IntegerAttr(op.attributes["arrivals"]).value)
     for s in range(count):
         nvgpu.MBarrierInitOp(bars, arrivals, const_index(s), predicate=first)
+    # The initialized mbarriers made visible to the async proxy (the TMA copies' complete_tx),
+    # as the CUDA guide's TMA example and CUTLASS's pipelines do after an init.
+    branch = scf.IfOp(first)
+    with ir.InsertionPoint(branch.then_block):
+        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+        scf.YieldOp([])
     gpu.barrier()
     self.map[op.results[0]] = bars
 

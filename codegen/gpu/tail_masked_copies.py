@@ -28,6 +28,7 @@ from mlir.dialects import arith, memref, nvgpu, scf, vector
 from ...dialects.layout import element_bits as bits
 from ...passes.tile_fuse import through_groups
 from ..common.ir_builders import const_index, if_else, to_index
+from .first_copies import guards, issue_copy, linear
 from .static_registers import thread_coords
 from .register_vectors import elements, from_elements, i32
 from .register_vectors import splat as _splat
@@ -148,9 +149,10 @@ def tail_copy(self, tile, flat, dist, offsets, tm: TailMask, slot_coords) -> Non
     n, w = dist.num_registers, tm.width
     rows, cols = slot_coords([elements(c, n) for c in self.coords(dist)], n)
     starts, offs, sizes = run_sizes(self, dist, offsets, tm)
-    for r, size in zip(starts, sizes):
+    first = guards(self, linear(thread_coords(dist, self.threads), dist.shape)[:, starts])  # one copy of a run
+    for r, size, f in zip(starts, sizes, first):
         dst = to_index(tile.offset(rows[r], cols[r]))
-        self.async_tokens.append(nvgpu.DeviceAsyncCopyOp(
+        issue_copy(self, f, lambda r=r, dst=dst, size=size: nvgpu.DeviceAsyncCopyOp(
             tile.buf, [dst], flat, [to_index(offs[r])], ir.IntegerAttr.get(ir.IndexType.get(), w), srcElements=size,
             bypassL1=ir.UnitAttr.get() if w * bits(tile.elem) == 128 else None).result)
 

@@ -314,8 +314,9 @@ func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf1
 
 // -----
 
-// TMA (sm_90a): the mbarriers are an nvgpu group, each initialized by thread 0
-// (then a barrier). A copy, only if the iteration runs, issues one TMA per
+// TMA (sm_90a): the mbarriers are an nvgpu group, each initialized by thread 0,
+// which then fences them for the async proxy (then a barrier). A copy, only if
+// the iteration runs, issues one TMA per
 // 128-byte panel (here 2 of 64 columns, the second 32 rows x 128 bytes further)
 // into a view of the ring's slot, each from lane 0 of the next warp in turn (a
 // branch on the warp); the first also announces the slot's bytes (8 KiB). The
@@ -325,7 +326,10 @@ func.func @wgmma_in_flight(%out: memref<?xf32, strided<[?], offset: ?>>, %x: bf1
 // CHECK-LABEL: gpu.func @tma
 // CHECK-SAME: %[[DESC:[^:]*]]: !llvm.ptr
 // CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
-// CHECK-COUNT-2: nvgpu.mbarrier.init %[[BARS]][%{{.*}}], %{{.*}}, predicate = %{{.*}}
+// CHECK-COUNT-2: nvgpu.mbarrier.init %[[BARS]][%{{.*}}], %{{.*}}, predicate = %[[T0:[^ ]*]] :
+// CHECK-NEXT: scf.if %[[T0]] {
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: }
 // CHECK-NEXT: gpu.barrier
 // CHECK: %[[D:.*]] = builtin.unrealized_conversion_cast %[[DESC]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<32x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
 // CHECK: %[[GO:.*]] = arith.andi
@@ -453,12 +457,17 @@ func.func @epilogue(%out: memref<?xbf16, strided<[?], offset: ?>>, %n: i32) attr
 // -----
 
 // The same reduction in a loop keeps its barrier before the writes: the next
-// iteration's writes must wait for this one's reads.
+// iteration's writes must wait for this one's reads. Lane 0 of each warp writes its
+// partial (every lane holds it after the butterfly: one writer an address).
 
 // CHECK-LABEL: gpu.func @sum_in_loop
+// CHECK: %[[LANE:.*]] = arith.andi %{{.*}}, %c31_i32
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0_i32
 // CHECK: scf.for
 // CHECK: gpu.barrier
+// CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: }
 // CHECK-NEXT: gpu.barrier
 // CHECK: scf.yield
 func.func @sum_in_loop(%x: memref<?xf32, strided<[?], offset: ?>>, %y: memref<?xf32, strided<[?], offset: ?>>, %n: i32) attributes {tile.kernel} {
