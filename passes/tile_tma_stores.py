@@ -59,7 +59,7 @@ from .block_access import match_store_block, start_value
 from .registry import register_pass
 from .tile_fuse import through_groups
 from .tma_copies import add_descriptor, tensor_map_ready
-from .walk import all_ops
+from .walk import all_ops, in_loop
 
 
 def _accumulator(value):
@@ -121,16 +121,6 @@ def _block_before(op) -> list:
     return []
 
 
-def _in_loop(op) -> bool:
-    """Whether an `scf.for` holds op."""
-    parent = op.parent
-    while parent is not None and parent.operation.name != "func.func":
-        if parent.operation.name == "scf.for":
-            return True
-        parent = parent.parent
-    return False
-
-
 @register_pass("tile-tma-stores")
 @dataclass
 class TileTmaStores:
@@ -148,7 +138,7 @@ class TileTmaStores:
                 self.rewrite(op, divisible)
 
     def rewrite(self, store, divisible):
-        if not _in_loop(store):
+        if not in_loop(store):
             return
         acc = _accumulator(store.operands[2])
         b = match_store_block(store)

@@ -26,7 +26,7 @@ from mlir import ir
 from ..dialects import tile_ops
 from .index_values import is_elementwise
 from .registry import register_pass
-from .walk import collect
+from .walk import collect, in_loop
 
 
 def _permuted_type(t, perm):
@@ -82,15 +82,6 @@ def rewrite(trans) -> None:
     load.erase()
 
 
-def _in_loop(op) -> bool:
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        if parent.name == "scf.for":
-            return True
-        parent = parent.parent
-    return False
-
-
 def applies(trans) -> bool:
     """A transpose of a load read by nothing else, that only a dot in a loop reads: a
     pipelined operand. (Elsewhere the transposed load would go element by element, as
@@ -100,7 +91,7 @@ def applies(trans) -> bool:
     if isinstance(src.owner, ir.Block) or src.owner.name != "tile.load" or len(list(src.uses)) != 1:
         return False
     users = [u.owner for u in trans.results[0].uses]
-    return bool(users) and all(u.name == "tile.dot" for u in users) and _in_loop(trans)
+    return bool(users) and all(u.name == "tile.dot" for u in users) and in_loop(trans)
 
 
 @register_pass("tile-trans-loads")

@@ -61,8 +61,7 @@ from mlir.dialects import arith, scf
 from ..dialects import pipeline_ops, warp_specialize_ops as ws
 from .registry import register_pass
 from .tile_canonicalize import erase_dead_ops
-from .tile_trans_loads import _in_loop
-from .walk import all_ops
+from .walk import all_ops, in_loop
 
 PRODUCER_WARPS = 4  # a whole warpgroup: setmaxnreg works per warpgroup
 REGISTERS_PER_SM = 65536
@@ -138,7 +137,7 @@ class _Scalars:
         if check_only:
             self.checked.add(v)
             return None
-        per_iteration = _in_loop(op)  # (a value of the loop body: cloned and cached per iteration)
+        per_iteration = in_loop(op)  # (a value of the loop body: cloned and cached per iteration)
         new = op.clone(ip=None if per_iteration else self.outer)
         for n, o in enumerate(operands):
             new.operands[n] = o

@@ -51,6 +51,16 @@ def collect(root, names) -> list:
     return [op for op in all_ops(root) if op.name in names]
 
 
+def in_loop(op, loops=("scf.for",)) -> bool:
+    """Whether a loop (an op named in `loops`) holds `op`, below its function."""
+    parent = op.parent
+    while parent is not None and parent.name not in ("func.func", "gpu.func"):
+        if parent.name in loops:
+            return True
+        parent = parent.parent
+    return False
+
+
 def blocks_of(root) -> list:
     """Every block nested in `root`."""
     return [b for op in all_ops(root) for r in op.regions for b in r.blocks]

@@ -36,6 +36,7 @@ from ...dialects.layout import element_bits as bits
 from ...dialects.layout import shared_panel
 from ..common.ir_builders import const_index, flat_view, to_index
 from ..common.predicated_access import ByteAddress, Hints, load_one
+from ...passes.walk import in_loop
 from ..common.lowerings import lowering
 from .distributed_memory import _base_aligned, run_width
 from .first_copies import guarded, guards, issue_copy, linear
@@ -137,15 +138,14 @@ def shared_buffer(self, elem, count: int, align: int = 1024):
     return view, start
 
 
+_LOOPS = ("scf.for", "scf.while")
+
+
 def _in_loop() -> bool:
     """Whether the insertion point is in a loop's body (a persistent matmul's ring, allocated
     per tile: the previous tile's epilogue staged its output where the ring's copies now write)."""
-    op = ir.InsertionPoint.current.block.owner
-    while op is not None and op.name != "gpu.func":
-        if op.name in ("scf.for", "scf.while"):
-            return True
-        op = op.parent
-    return False
+    owner = ir.InsertionPoint.current.block.owner
+    return owner.name in _LOOPS or in_loop(owner, _LOOPS)
 
 
 @lowering("tile.local_alloc", target="gpu")
