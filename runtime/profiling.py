@@ -29,7 +29,6 @@ from __future__ import annotations
 import html
 import importlib
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -172,18 +171,12 @@ def _under_ncu(kernel, grid, args, meta) -> dict:
         saved = os.path.join(tmp, "launch.pt")
         torch.save({"module": module, "file": source, "name": fn.__name__, "grid": tuple(grid), "args": list(args),
                     "meta": meta}, saved)
-        cmd = [testing.ncu_path(), "--clock-control", "none", "--print-units", "base", "--csv", "--page", "raw",
-               *[a for s in SECTIONS for a in ("--section", s)], "--metrics", ",".join(NCU_METRICS.values()),
-               "--kernel-name", f"regex:^{kernel.name}$", "--launch-skip", "1", "--launch-count", "1",
-               sys.executable, "-c", "import sys; from tile.runtime.profiling import _child; _child(sys.argv[1])", saved]
+        cmd = testing.ncu_command(
+            "-c", "import sys; from tile.runtime.profiling import _child; _child(sys.argv[1])", saved,
+            kernel=f"^{kernel.name}$", metrics=NCU_METRICS.values(), launch_skip=1, launch_count=1,
+            extra=["--print-units", "base", *[a for s in SECTIONS for a in ("--section", s)]])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    launches = testing.parse_ncu_csv(done.stdout)
-    if done.returncode != 0 or not launches:
-        raise testing.ProfilerUnavailable(f"{' '.join(cmd)} exited {done.returncode} with "
-                                          f"{'no profiled launch' if not launches else 'an error'}:\n"
-                                          f"{(done.stderr or done.stdout)[-2000:]}")
-    raw = launches[-1]
+        raw = testing.run_ncu(cmd, env=env)[-1]
     return {name: raw[metric] * SCALE.get(name, 1) if isinstance(raw.get(metric), float) else raw.get(metric)
             for name, metric in NCU_METRICS.items() if metric in raw}
 

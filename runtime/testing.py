@@ -213,9 +213,10 @@ def ncu_path() -> str:
 
 
 def ncu_command(script: str, *args, kernel: str | None = None, metrics=METRICS, launch_skip: int = 0,
-                launch_count: int | None = None, python: str | None = None) -> list[str]:
-    """The `ncu` command line that profiles `python script args` (`kernel`: a regex of kernel names)."""
-    cmd = [ncu_path(), "--clock-control", "none", "--csv", "--page", "raw", "--metrics", ",".join(metrics)]
+                launch_count: int | None = None, python: str | None = None, extra=()) -> list[str]:
+    """The `ncu` command line that profiles `python script args` (`kernel`: a regex of kernel names;
+    `extra`: more ncu options)."""
+    cmd = [ncu_path(), "--clock-control", "none", "--csv", "--page", "raw", "--metrics", ",".join(metrics), *extra]
     if kernel:
         cmd += ["--kernel-name", f"regex:{kernel}"]
     if launch_skip:
@@ -251,8 +252,13 @@ def parse_ncu_csv(text: str) -> list[dict]:
 def profile(script: str, *args, kernel: str | None = None, metrics=METRICS, timeout: float = 600, **options) -> list[dict]:
     """Run `python script args` under ncu and return each profiled launch's metrics (see
     `parse_ncu_csv`); `options`: `ncu_command`'s (launch_skip, launch_count, python)."""
-    cmd = ncu_command(script, *args, kernel=kernel, metrics=metrics, **options)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return run_ncu(ncu_command(script, *args, kernel=kernel, metrics=metrics, **options), timeout)
+
+
+def run_ncu(cmd: list[str], timeout: float = 600, env=None) -> list[dict]:
+    """Each profiled launch's metrics (`parse_ncu_csv`) from running `ncu_command`'s `cmd`;
+    ProfilerUnavailable if ncu failed or profiled nothing."""
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     launches = parse_ncu_csv(done.stdout)
     if done.returncode != 0 or not launches:
         raise ProfilerUnavailable(f"{' '.join(cmd)} exited {done.returncode} with "
