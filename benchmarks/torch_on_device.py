@@ -337,8 +337,19 @@ def run_timing(compile_only: bool, out_dir: str | None) -> list:
         return []
     n = 1 << 26
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
     results = []
-    try:
+
+    def report(what, fn):
+        """fn() returns the check's detail; an exception fails it."""
+        try:
+            status, detail = "ok", fn()
+        except Exception as e:  # noqa: BLE001
+            status, detail = "FAIL", "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
+        results.append({"part": "timing", "check": what, "status": status, "detail": detail})
+        print(f"timing   {what:40s} {status:8s} {detail[:300]}", flush=True)
+
+    def bench():
         ms = tile.testing.do_bench(lambda: add(x, y))
         r = tile.testing.roofline(ms, bytes=3 * 4 * n)
         detail = f"vector add of 2**26 floats: {r}"
@@ -351,36 +362,28 @@ def run_timing(compile_only: bool, out_dir: str | None) -> list:
         except ImportError:
             pass
         assert 0.3 < r.bandwidth_fraction < 1.3, str(r)
-        status = "ok"
-    except Exception as e:  # noqa: BLE001
-        status, detail = "FAIL", "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
-    results.append({"part": "timing", "check": "do_bench + roofline", "status": status, "detail": detail})
-    print(f"timing   {'do_bench + roofline':40s} {status:8s} {detail[:300]}", flush=True)
-    out = torch.empty_like(x)
-    profiles = {}
-    for what, check in (("tile.profile ncu: DRAM within 5%", "ncu"), ("tile.profile.compare: bars", "bars")):
-        try:
-            if check == "ncu":
-                p = tile.profile(add_kernel, (tile.cdiv(n, 1024),), x, y, out, n, BLOCK=1024, bytes=3 * 4 * n, ncu=True)
-                torch.testing.assert_close(out, x + y)
-                ratio = p.ncu["dram_gbps"] / p.gbps
-                detail = f"{p}; ncu DRAM {p.ncu['dram_gbps']:.0f} GB/s over do_bench's {p.gbps:.0f}: {ratio:.3f}"
-                assert abs(ratio - 1) <= 0.05, detail
-            else:
-                for block in (128, 1024, 4096):
-                    profiles[f"tile BLOCK={block}"] = tile.profile(add_kernel, (tile.cdiv(n, block),), x, y, out, n,
-                                                                   BLOCK=block, bytes=3 * 4 * n)
-                torch_ms = tile.testing.do_bench(lambda: torch.add(x, y, out=out), return_mode="median")
-                profiles["torch.add"] = tile.profile.Profile("torch.add", torch_ms,
-                                                             tile.testing.roofline(torch_ms, bytes=3 * 4 * n))
-                path = tile.profile.compare(profiles, os.path.join(out_dir or ".", "vector_add_bars.png"),
-                                            title="vector add, 2**26 floats: GB/s (line: copy ceiling)")
-                detail = f"{path}: " + "; ".join(f"{k} {v.gbps:.0f} GB/s" for k, v in profiles.items())
-            status = "ok"
-        except Exception as e:  # noqa: BLE001
-            status, detail = "FAIL", "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
-        results.append({"part": "timing", "check": what, "status": status, "detail": detail})
-        print(f"timing   {what:40s} {status:8s} {detail[:300]}", flush=True)
+        return detail
+
+    def under_ncu():
+        p = tile.profile(add_kernel, (tile.cdiv(n, 1024),), x, y, out, n, BLOCK=1024, bytes=3 * 4 * n, ncu=True)
+        torch.testing.assert_close(out, x + y)
+        ratio = p.ncu["dram_gbps"] / p.gbps
+        detail = f"{p}; ncu DRAM {p.ncu['dram_gbps']:.0f} GB/s over do_bench's {p.gbps:.0f}: {ratio:.3f}"
+        assert abs(ratio - 1) <= 0.05, detail
+        return detail
+
+    def bars():
+        profiles = {f"tile BLOCK={block}": tile.profile(add_kernel, (tile.cdiv(n, block),), x, y, out, n, BLOCK=block,
+                                                        bytes=3 * 4 * n) for block in (128, 1024, 4096)}
+        torch_ms = tile.testing.do_bench(lambda: torch.add(x, y, out=out), return_mode="median")
+        profiles["torch.add"] = tile.profile.Profile("torch.add", torch_ms, tile.testing.roofline(torch_ms, bytes=3 * 4 * n))
+        path = tile.profile.compare(profiles, os.path.join(out_dir or ".", "vector_add_bars.png"),
+                                    title="vector add, 2**26 floats: GB/s (line: copy ceiling)")
+        return f"{path}: " + "; ".join(f"{k} {v.gbps:.0f} GB/s" for k, v in profiles.items())
+
+    report("do_bench + roofline", bench)
+    report("tile.profile ncu: DRAM within 5%", under_ncu)
+    report("tile.profile.compare: bars", bars)
     return results
 
 
