@@ -16,7 +16,7 @@ cache of compiled kernels can launch them.
 if __package__:
     from .codegen.pass_pipeline import Pipeline, pipeline_edits
     from .frontend.dtypes import (bfloat16, dtype, float8e4m3, float8e4nv, float8e5, float8e5m2, float16, float32, float64, int1, int8,
-                                  int16, int32, int64, pointer_type, uint8)
+                                  int16, int32, int64, pointer_type, uint8, uint16, uint32, uint64)
     from .frontend.errors import (CompilationError, DeviceAssertionError, DeviceUnavailableError, LaunchError, SpillWarning,
                                   TileError, WarpSpecializeWarning)
     from .frontend.language import *  # noqa: F401,F403  (the kernel language)
@@ -28,6 +28,7 @@ if __package__:
     for _name in ("extra", "extra.libdevice", "extra.cuda", "extra.cuda.libdevice"):
         _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"{__name__}.frontend.{_name}"]
     from .frontend import math_language as math  # Triton's tl.math
+    from .frontend.math_language import div_rn, fdiv, sqrt_rn, umulhi  # (tl.div_rn is tl.math.div_rn)
     from .runtime.autotune import Autotuner, Config, autotune
     from .runtime.kernel import Kernel, func, jit, kernel
 
@@ -49,6 +50,6 @@ if __package__:
 
 __all__ = [
     "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
-    "int8", "int16", "int1", "uint8", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
+    "int8", "int16", "int1", "uint8", "uint16", "uint32", "uint64", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
     "TensorDescriptor", "Pipeline", "pipeline_edits", "SpillWarning", "WarpSpecializeWarning",
 ]

@@ -8,7 +8,7 @@ Every atomic returns the old values (0 where the mask is false) and takes Triton
 from __future__ import annotations
 
 from ..dialects import tile_ops
-from . import semantics
+from . import semantics, unsigned
 from .builtins import _access, _describe, _fit, _pointer, _tile, emitter
 from .semantics import SemanticError
 from .values import Tile
@@ -33,7 +33,15 @@ def _target(name: str, pointer, allowed):
     if p.base.dtype.mlir not in allowed:
         names = ", ".join(_NAMES[t] for t in allowed)
         raise SemanticError(f"{name} takes {names} tensors, but '{p.base.name}' is {p.base.dtype.name}")
+    if name in ("atomic_max", "atomic_min") and not p.base.dtype.signed:  # (the lowerings compare signed)
+        raise SemanticError(f"{name} of a {p.base.dtype!r} tensor ('{p.base.name}') is not in the language yet: "
+                            "its comparison would be signed")
     return p
+
+
+def _old(p, value) -> Tile:
+    """The old values an atomic returns, as unsigned as the tensor."""
+    return Tile(unsigned.mark(value) if not p.base.dtype.signed else value)
 
 
 def _atomic(kind: str, pointer, value, mask, sem, scope):
@@ -43,7 +51,7 @@ def _atomic(kind: str, pointer, value, mask, sem, scope):
     value = semantics.cast(_tile(value, "value"), p.base.dtype)
     offsets, mask, shape = _access(p, mask)
     value = _fit(value, shape, f"{name}'s value")
-    return Tile(tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value, sem, scope))
+    return _old(p, tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value, sem, scope))
 
 
 for _kind in tile_ops.ATOMIC_KINDS:
@@ -59,7 +67,7 @@ def _atomic_cas(pointer, cmp, val, sem=None, scope=None):
     cmp, val = (semantics.cast(_tile(v, what), p.base.dtype) for v, what in ((cmp, "cmp"), (val, "val")))
     offsets, mask, shape = _access(p, None)
     cmp, val = _fit(cmp, shape, "atomic_cas's cmp"), _fit(val, shape, "atomic_cas's val")
-    return Tile(tile_ops.atomic_cas(p.base.value, offsets.value, cmp.value, val.value, mask.value, sem, scope))
+    return _old(p, tile_ops.atomic_cas(p.base.value, offsets.value, cmp.value, val.value, mask.value, sem, scope))
 
 
 @emitter("debug_barrier")

@@ -11,7 +11,7 @@ class dtype:
     mlir: str  # MLIR type spelling
     bits: int
     is_float: bool
-    signed: bool = True  # (integers: uint8's values are unsigned, its MLIR type the signless i8: `unsigned.py`)
+    signed: bool = True  # (integers: a uint32's values are unsigned, its MLIR type the signless i32: `unsigned.py`)
 
     def __repr__(self) -> str:
         return f"tile.{self.name}"
@@ -67,6 +67,9 @@ int16 = dtype("int16", "i16", 16, False)
 int8 = dtype("int8", "i8", 8, False)
 int1 = dtype("int1", "i1", 1, False)
 uint8 = dtype("uint8", "i8", 8, False, signed=False)
+uint16 = dtype("uint16", "i16", 16, False, signed=False)
+uint32 = dtype("uint32", "i32", 32, False, signed=False)
+uint64 = dtype("uint64", "i64", 64, False, signed=False)
 # Not computed on: loaded and converted up with `.to()` (`cvt.rn.f16x2.e4m3x2` on a GPU), or converted
 # down to and stored (`cvt.rn.satfinite.e4m3x2.f32`).
 float8e4m3 = dtype("float8e4m3", "f8E4M3FN", 8, True)
@@ -76,7 +79,7 @@ float8e4nv, float8e5 = float8e4m3, float8e5m2  # (Triton's names)
 
 ALL = (float32, float16, bfloat16, float64, int32, int64, int16, int8, int1, float8e4m3, float8e5m2)
 BY_MLIR = {d.mlir: d for d in ALL}
-UNSIGNED = {int8: uint8}  # the signless type's unsigned dtype (BY_MLIR gives the signed one)
+UNSIGNED = {int8: uint8, int16: uint16, int32: uint32, int64: uint64}  # the signless type's unsigned dtype (BY_MLIR gives the signed one)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ def from_torch(t) -> dtype | None:
         "torch.int16": int16,
         "torch.int8": int8,
         "torch.uint8": uint8,
+        "torch.uint16": uint16,
+        "torch.uint32": uint32,
+        "torch.uint64": uint64,
         "torch.bool": int1,
         "torch.float8_e4m3fn": float8e4m3,
         "torch.float8_e5m2": float8e5m2,

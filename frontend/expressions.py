@@ -167,7 +167,7 @@ class Expressions:
         if op == "~" and v.dtype.is_float:
             raise self.error(node, f"~ needs an integer or bool operand, got {v.dtype!r}")
         if op == "~":  # (on bools a logical not, as torch's)
-            return semantics.binary("^", v, True if v.dtype == dtypes.int1 else -1)
+            return semantics.binary("^", v, True if v.dtype == dtypes.int1 else semantics.int_range(v.dtype)[1] if not v.dtype.signed else -1)
         return v
 
     def expr_power(self, node):

@@ -9,7 +9,7 @@ by these functions.
 from __future__ import annotations
 
 from .dtypes import (bfloat16, float8e4m3, float8e4nv, float8e5, float8e5m2, float16, float32, float64, int1, int8,  # noqa: F401
-                     int16, int32, int64, pointer_type, uint8)
+                     int16, int32, int64, pointer_type, uint8, uint16, uint32, uint64)
 from .constexpr import constexpr  # noqa: F401
 from .errors import TileError
 

@@ -20,7 +20,7 @@ from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
 from ..dialects.tile_ops import ACCURATE
-from . import semantics
+from . import semantics, unsigned
 from .builtins import EMITTERS, _describe, _tile
 from .dtypes import float32, float64, int1, int32, int64
 from .semantics import SemanticError, binary, cast, compare, constant, where
@@ -190,8 +190,8 @@ def _negative_log(v: Tile) -> Tile:
 
 
 def umulhi(x, y) -> Tile:
-    """The high half of the unsigned double-width product of two int32 (or int64) tiles
-    (`mul.hi.u32` on a GPU)."""
+    """The high half of the unsigned double-width product of two int32 or uint32 (or 64-bit)
+    tiles, of their type (`mul.hi.u32` on a GPU)."""
     a, b = semantics.operands(x, y, "umulhi's operand")
     if a.dtype.is_float or a.dtype.bits not in (32, 64):
         raise SemanticError(f"umulhi needs int32 or int64 operands, got {_describe(a)}")
@@ -202,7 +202,8 @@ def umulhi(x, y) -> Tile:
         shift = tile_ops.splat(shift, a.shape)
     typed = lambda t: ir.RankedTensorType.get(a.shape, t) if a.shape else t  # noqa: E731
     prod = arith.muli(arith.extui(typed(elem), a.value), arith.extui(typed(elem), b.value))
-    return Tile(arith.trunci(typed(a.dtype.to_mlir()), arith.shrui(prod, shift)))
+    high = arith.trunci(typed(a.dtype.to_mlir()), arith.shrui(prod, shift))
+    return Tile(unsigned.mark(high) if not a.dtype.signed else high)
 
 
 def fdiv(x, y, ieee_rounding=False) -> Tile:

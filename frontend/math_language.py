@@ -42,7 +42,7 @@ _DOCS = {
     "sinh": "Hyperbolic sine.", "sqrt": "Square root (sqrt.approx.f32 on a GPU, as Triton's).",
     "sqrt_rn": "Square root correctly rounded (IEEE).", "tan": "Tangent (radians).",
     "tanh": "Hyperbolic tangent.", "trunc": "x rounded toward zero.",
-    "umulhi": "The high half of the unsigned double-width product of two int32 (or int64) tiles.",
+    "umulhi": "The high half of the unsigned double-width product of two int32 or uint32 (or 64-bit) tiles.",
     "fast_expf": "e ** x on the special-function unit (tile.exp).", "fast_logf": "ln x on the special-function unit (tile.log).",
     "fast_tanhf": "tanh x on the special-function unit (tile.tanh).", "fast_dividef": "x / y within 2 ulp (`/`).",
 }

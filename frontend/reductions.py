@@ -46,7 +46,7 @@ def _operand(x, what: str) -> Tile:
     x = semantics.computable(_tile(x, f"{what}'s operand"), f"{what}'s operand")
     if x.is_scalar:
         raise SemanticError(f"{what} needs a tile, got a scalar")
-    if x.dtype.bits > 1 and x.dtype.is_int_unsigned():  # (Triton's sum of uint8 is a uint32, which tile lacks)
+    if x.dtype.bits > 1 and x.dtype.is_int_unsigned():  # (the reductions' lowerings widen and compare signed)
         raise SemanticError(f"{what} of a {x.dtype!r} tile is not in the language yet: convert it first "
                             "(x.to(tile.int32))")
     return x

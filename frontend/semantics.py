@@ -156,7 +156,9 @@ def cast(x: Tile, dt: dtypes.dtype, fp_downcast_rounding: str | None = None) -> 
     if src.is_float:
         if dt != int1 and dt.bits < 32:  # through int32, then wrapped, as torch: out of range stays defined
             return cast(cast(x, int32), dt)
-        return Tile(arith.fptosi(ty, v) if dt != int1 else compare("!=", x, 0.0).value)
+        if dt == int1:
+            return compare("!=", x, 0.0)
+        return Tile(arith.fptosi(ty, v) if dt.signed else unsigned.mark(arith.fptoui(ty, v)))
     if dt.is_float:
         return Tile(arith.uitofp(ty, v) if src.is_int_unsigned() else arith.sitofp(ty, v))
     if dt == int1:  # nonzero, as torch's .bool() (a truncation would keep the low bit)
@@ -165,7 +167,7 @@ def cast(x: Tile, dt: dtypes.dtype, fp_downcast_rounding: str | None = None) -> 
         out = arith.extui(ty, v) if src.is_int_unsigned() else arith.extsi(ty, v)
     elif dt.bits < src.bits:
         out = arith.trunci(ty, v)
-    else:  # int8 <-> uint8: the same bits, another value (its own op, which `unsigned.is_unsigned` reads)
+    else:  # int32 <-> uint32: the same bits, another value (its own op, which `unsigned.is_unsigned` reads)
         out = arith.bitcast(ty, v)
     return Tile(unsigned.mark(out) if not dt.signed else out)
 
@@ -225,12 +227,16 @@ def operands(a, b, what: str = "an operand") -> tuple[Tile, Tile]:
             raise SemanticError(f"{what} must be a tile or a number, got {describe(v)}")
     if not isinstance(a, Tile) and not isinstance(b, Tile):
         raise SemanticError(f"{what}s are both compile-time numbers: one must be a run-time value")
+    given = [v for v in (a, b) if not isinstance(v, (Tile, bool))]
     if not isinstance(a, Tile):
         a = constant(a, python_dtype(a, b.dtype))
     if not isinstance(b, Tile):
         b = constant(b, python_dtype(b, a.dtype))
     computable(a), computable(b)
     dt = promote_dtypes(a.dtype, b.dtype)
+    if not dt.signed and any(type(v) is int and v < 0 for v in given):  # (Triton's rule: -1 is no uint32)
+        raise SemanticError(f"cannot combine a {dt!r} value with the negative constant {min(given)}: convert one of "
+                            f"them first (x.to(tile.int{dt.bits}) or tile.full(..., {dt!r}))")
     a, b = cast(a, dt), cast(b, dt)
     shape = broadcast_shapes(a.shape, b.shape) if (a.shape or b.shape) else []
     if shape:
@@ -248,6 +254,9 @@ _INT_OPS = {
 def binary(op: str, a, b) -> Tile:
     known_divisor = isinstance(b, int) and b not in (0, -1)  # (needs no guard: `_integer_division`)
     count = b if type(b) is int else None  # a shift by a constant in range needs no guard (`_shift`)
+    if op in ("//", "%") and isinstance(a, Tile) and isinstance(b, Tile) and _mixed_signedness(a.dtype, b.dtype):
+        raise SemanticError(f"cannot use {op} with {a.dtype!r} and {b.dtype!r}: their signedness differs (as Triton, "
+                            "convert one of them first)")
     a, b = operands(a, b)
     if op == "/" and not a.dtype.is_float:
         a, b = cast(a, float32), cast(b, float32)
@@ -264,12 +273,17 @@ def binary(op: str, a, b) -> Tile:
         return _integer_division(op, a, b)
     if op in ("<<", ">>") and not (count is not None and 0 <= count < a.dtype.bits):
         return _shift(op, a, b)
-    if not a.dtype.signed:  # (uint8)
+    if not a.dtype.signed:  # (uint8 .. uint64)
         table = {**table, **_UNSIGNED_OPS}
     return Tile(table[op](a.value, b.value))
 
 
 _UNSIGNED_OPS = {"//": arith.divui, "%": arith.remui, ">>": arith.shrui}
+
+
+def _mixed_signedness(a: dtypes.dtype, b: dtypes.dtype) -> bool:
+    """Whether two integer dtypes differ in signedness (bools count as neither)."""
+    return not a.is_float and not b.is_float and a.bits > 1 and b.bits > 1 and a.signed != b.signed
 
 
 def _shift(op: str, a: Tile, b: Tile) -> Tile:
@@ -349,7 +363,7 @@ def _integer_division(op: str, a: Tile, b: Tile) -> Tile:
     may drop the mask, and x86 raises SIGFPE. Those divisors divide by 1 instead, so
     x // 0 == x and x % 0 == 0; x // -1 is -x (wrapping at MIN), x % -1 is 0. A Python int
     divisor other than 0 and -1 needs no guard."""
-    if not a.dtype.signed:  # (uint8: no -1; x // 0 == x, x % 0 == 0 all the same)
+    if not a.dtype.signed:  # (unsigned: no -1; x // 0 == x, x % 0 == 0 all the same)
         safe = where(compare("==", b, 0), constant(1, b.dtype, b.shape or None), b)
         return Tile((arith.remui if op == "%" else arith.divui)(a.value, safe.value))
     zero, minus_one = compare("==", b, 0), compare("==", b, -1)
@@ -371,7 +385,7 @@ def compare(op: str, a, b) -> Tile:
     a, b = operands(a, b)
     if a.dtype.is_float:
         return Tile(arith.cmpf(_FCMP[op], a.value, b.value))
-    if a.dtype.is_int_unsigned():  # (uint8; and True > False: signed, an i1's True is -1)
+    if a.dtype.is_int_unsigned():  # (uint8 .. uint64; and True > False: signed, an i1's True is -1)
         return Tile(arith.cmpi(_UCMP.get(op, _ICMP[op]), a.value, b.value))
     return Tile(arith.cmpi(_ICMP[op], a.value, b.value))
 
@@ -442,6 +456,6 @@ def extremum(kind: str, a, b, what: str = "an operand") -> Tile:
     a, b = operands(a, b, what)
     if a.dtype.is_float:
         return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
-    if a.dtype.is_int_unsigned():  # (uint8, bools: as the comparisons)
+    if a.dtype.is_int_unsigned():  # (unsigned ints, bools: as the comparisons)
         return Tile((arith.maxui if kind == "max" else arith.minui)(a.value, b.value))
     return Tile((arith.maxsi if kind == "max" else arith.minsi)(a.value, b.value))

@@ -387,16 +387,6 @@ def test_triton_dtype_names():
     torch.testing.assert_close(y, x.float() * q.float() + x.to(torch.int32).sum().float())
 
 
-def test_wider_unsigned_ints_are_not_in_the_language_yet():
-    """uint8 is (tests/test_uint8.py); uint16, uint32 and uint64 not yet."""
-    @tile.kernel
-    def unsigned(x):
-        tile.store(x, tile.load(x).to(tile.uint16))
-
-    with pytest.raises(tile.CompilationError, match=r"tile.uint16 \(Triton's tl.uint16\) is not in the language yet"):
-        unsigned[(1,)](torch.ones(1))
-
-
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
 def test_dtype_names_compile_for_the_gpu(target, gpu_target):
     gpu_target(target)
