@@ -207,8 +207,8 @@ def static_print(*values):
 
 @_builtin
 def randint(seed, offset, n_rounds=10):
-    """A random int32 per offset: the first output of Philox 4x32 (n_rounds rounds) for the
-    counter (offset, 0, 0, 0) and the key (seed's low and high 32 bits), as Triton's."""
+    """A random uint32 per offset: the first output of Philox 4x32 (n_rounds rounds) for the
+    counter (offset's low and high 32 bits, 0, 0) and the key (seed's low and high 32 bits), as Triton's."""
 
 
 @_builtin
@@ -219,6 +219,42 @@ def rand(seed, offset, n_rounds=10):
 @_builtin
 def randn(seed, offset, n_rounds=10):
     """A standard normal float32 per offset (Box-Muller on two Philox outputs, Triton's `randn`)."""
+
+
+@_builtin
+def randint4x(seed, offset, n_rounds=10):
+    """The four uint32 outputs of Philox 4x32 per offset (`randint` is the first), as Triton's."""
+
+
+@_builtin
+def rand4x(seed, offsets, n_rounds=10):
+    """Four uniform float32 tiles in [0, 1) per offset, from `randint4x` (Triton's)."""
+
+
+@_builtin
+def randn4x(seed, offset, n_rounds=10):
+    """Four standard normal float32 tiles per offset, from `rand4x` (Triton's)."""
+
+
+@_builtin
+def philox(seed, c0, c1, c2, c3, n_rounds=10):
+    """Philox on the counter (c0, c1, c2, c3), all 32-bit (4x32) or all 64-bit (4x64) ints, keyed
+    by the seed: four uint32 (uint64) tiles, as Triton's."""
+
+
+@_builtin
+def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds=10):
+    """n_rounds rounds of Philox on the counter (c0, .., c3) and key (k0, k1), uint32 or uint64."""
+
+
+@_builtin
+def uint_to_uniform_float(x):
+    """A random 32- or 64-bit int to a float32 in [0, 1) (Triton's)."""
+
+
+@_builtin
+def pair_uniform_to_normal(u1, u2):
+    """Two standard normals from two uniforms in [0, 1) (Box-Muller, Triton's)."""
 
 
 @_builtin
