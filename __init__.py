@@ -29,6 +29,7 @@ if __package__:
         _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"{__name__}.frontend.{_name}"]
     from .frontend import math_language as math  # Triton's tl.math
     from .frontend.math_language import div_rn, fdiv, sqrt_rn, umulhi  # (tl.div_rn is tl.math.div_rn)
+    from .frontend.type_names import const, float8e4b8, float8e4b15, float8e5b16, tuple, void  # noqa: A004
     from .runtime.autotune import Autotuner, Config, autotune
     from .runtime.kernel import Kernel, func, jit, kernel
 

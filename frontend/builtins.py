@@ -14,6 +14,7 @@ from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
 from . import bounds_check, dtypes, memory_hints, semantics, unsigned
+from .type_names import UnsupportedDtype
 from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
 from .dtypes import bfloat16, float16, float32, int1, int32
 from .semantics import SemanticError, constant
@@ -41,6 +42,8 @@ def _shape(v, what: str) -> list[int]:
 
 
 def _dtype(v, what="dtype") -> dtypes.dtype:
+    if isinstance(v, UnsupportedDtype):  # (tile.float8e4b15: Triton's name, no tile type)
+        raise SemanticError(v.error())
     if not isinstance(v, dtypes.dtype):
         raise SemanticError(f"{what} must be a tile dtype such as tile.float32, got {_describe(v)}")
     return v

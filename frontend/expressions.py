@@ -30,7 +30,7 @@ _PY_OPS = {
 }
 _PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a, b: a in b,
                    "not in": lambda a, b: a not in b}
-_SAFE_PY_BUILTINS = {**KERNEL_BUILTINS, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool}
+_SAFE_PY_BUILTINS = {**KERNEL_BUILTINS, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool, "tuple": tuple}
 _UNSUPPORTED = {
     "try_stmt": "try statements", "with_stmt": "with statements",
     "lambdef": "lambdas", "funcdef": "nested functions", "classdef": "classes", "break_stmt": "break",
