@@ -60,9 +60,11 @@ class OpDef:
             return f"%c{n}"
 
         def slot(name: str, kind: str) -> str:
-            # A leading "*" marks the one variadic slot of an operand or result list.
-            var = "variadic " if kind.startswith("*") else ""
-            return f"{name}: {var}{constraint(kind.lstrip('*'))}"
+            # A leading "*" marks the one variadic slot of an operand or result list (its values
+            # share one type: IRDL binds the slot's constraint to the first); "?" an optional
+            # slot (with several, the op carries operandSegmentSizes / resultSegmentSizes).
+            var = {"*": "variadic ", "?": "optional "}.get(kind[0], "")
+            return f"{name}: {var}{constraint(kind.lstrip('*?'))}"
 
         if self.operands:
             lines.append(f"    irdl.operands({', '.join(slot(*o) for o in self.operands)})")

@@ -258,6 +258,13 @@ def pair_uniform_to_normal(u1, u2):
 
 
 @_builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """PTX `asm` on every `pack` elements of the broadcast `args` (Triton's): one tile of each
+    `dtype` (a tuple of them for a tuple); operands numbered outputs first, with LLVM's
+    `constraints`; elements narrower than 32 bits packed into 32-bit registers. GPU targets only."""
+
+
+@_builtin
 def clamp(x, min, max):
     """minimum(maximum(x, min), max); a NaN in x stays NaN."""
 

@@ -477,6 +477,8 @@ def _layout_anchor(op):
         return op.results[0]
     if op.name in ("tile.load", "tile.atomic_rmw", "tile.atomic_cas"):  # (an atomic's old values are its data's layout)
         return op.results[0]
+    if op.name == "tile.inline_asm" and op.results:  # (elementwise: an instance takes registers of each operand)
+        return op.results[0]
     if op.name == "tile.store":
         return op.operands[2]  # the stored value
     if op.name == "tile.gather":
