@@ -293,6 +293,8 @@ ATOMIC_KINDS = {
     "max": ("i32", "i64", "f32", "f64"), "min": ("i32", "i64", "f32", "f64"),
     "and": ("i32", "i64"), "or": ("i32", "i64"), "xor": ("i32", "i64"),
     "xchg": ("i32", "i64", "f32", "f64"),
+    # Triton's atomic_load / atomic_store: the value read (its operand unused), the value written
+    "load": ("i32", "i64", "f32", "f64", "f16", "bf16"), "store": ("i32", "i64", "f32", "f64", "f16", "bf16"),
 }
 CAS_TYPES = ("i32", "i64", "f32", "f64")
 ATOMIC_SEMS = ("acq_rel", "acquire", "release", "relaxed")  # Triton's `sem=`, its default first

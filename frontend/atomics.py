@@ -1,6 +1,7 @@
 """Emitters of the atomics (Triton's `tl.atomic_*`) and `debug_barrier`.
 
-Every atomic returns the old values (0 where the mask is false) and takes Triton's
+Every atomic returns the old values (0 where the mask is false; `atomic_store` nothing,
+`atomic_load` the values it read) and takes Triton's
 `sem=` (memory order: "acq_rel", the default, "acquire", "release", "relaxed") and
 `scope=` ("gpu", the default, "cta", "sys"); a GPU lowers them to `atom.<sem>.<scope>`.
 """
@@ -54,9 +55,33 @@ def _atomic(kind: str, pointer, value, mask, sem, scope):
     return _old(p, tile_ops.atomic_rmw(kind, p.base.value, offsets.value, value.value, mask.value, sem, scope))
 
 
+# Triton's atomic_load / atomic_store: the orders each takes, its default first
+_ACCESS_SEMS = {"load": ("acquire", "relaxed"), "store": ("release", "relaxed")}
+
 for _kind in tile_ops.ATOMIC_KINDS:
-    emitter(f"atomic_{_kind}")(
-        lambda pointer, val, mask=None, sem=None, scope=None, _k=_kind: _atomic(_k, pointer, val, mask, sem, scope))
+    if _kind not in _ACCESS_SEMS:
+        emitter(f"atomic_{_kind}")(
+            lambda pointer, val, mask=None, sem=None, scope=None, _k=_kind: _atomic(_k, pointer, val, mask, sem, scope))
+
+
+def _atomic_access(kind: str, pointer, value, mask, sem, scope) -> Tile:
+    sems = _ACCESS_SEMS[kind]
+    sem = sems[0] if sem is None else sem
+    if sem not in sems:
+        raise SemanticError(f"atomic_{kind}'s sem must be {' or '.join(map(repr, sems))}, got {_describe(sem)}")
+    return _atomic(kind, pointer, value, mask, sem, scope)
+
+
+@emitter("atomic_load")
+def _atomic_load(pointer, mask=None, sem=None, scope=None):
+    """Triton's `tl.atomic_load`: the values, read atomically (`ld.acquire.gpu`), 0 where the mask is false."""
+    return _atomic_access("load", pointer, 0, mask, sem, scope)
+
+
+@emitter("atomic_store")
+def _atomic_store(pointer, val, mask=None, sem=None, scope=None):
+    """Triton's `tl.atomic_store`: each element written once, atomically (`st.release.gpu`)."""
+    _atomic_access("store", pointer, val, mask, sem, scope)
 
 
 @emitter("atomic_cas")

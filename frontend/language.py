@@ -150,6 +150,17 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
 
 
 @_builtin
+def atomic_load(pointer, mask=None, sem=None, scope=None):
+    """Read `pointer` atomically (Triton's): `sem` "acquire" (the default) or "relaxed", `scope` as
+    `atomic_add`'s (int32, int64, float32, float64, float16, bfloat16); 0 where the mask is false."""
+
+
+@_builtin
+def atomic_store(pointer, val, mask=None, sem=None, scope=None):
+    """Write `val` atomically (Triton's): `sem` "release" (the default) or "relaxed", each element once."""
+
+
+@_builtin
 def debug_barrier():
     """Every thread of the program waits until all reach it (`bar.sync 0` on a GPU; nothing on
     the CPU, where a program runs as one thread)."""

@@ -117,6 +117,14 @@ def atomic_update(op, flat):
     if op.operation.name == "tile.atomic_cas":
         def atomic(off, v, cmp):
             return _compare_and_swap(address(off), cmp, v)
+    elif ir.StringAttr(op.attributes["kind"]).value in ("load", "store"):  # (atomic_load, atomic_store: one thread)
+        store = ir.StringAttr(op.attributes["kind"]).value == "store"
+
+        def atomic(off, v, _cmp):
+            old = memref.LoadOp(flat, [to_index(off)]).result
+            if store:
+                memref.StoreOp(v, flat, [to_index(off)])
+            return old
     elif is_float and ir.FloatType(elem).width == 16:
         def atomic(off, v, _cmp):
             return _add_loop(flat, address(off), off, v)

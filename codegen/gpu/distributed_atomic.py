@@ -85,8 +85,13 @@ def _atom(kind: str, elem, sem: str, scope: str, address, pred, value, cmp=None)
     word = ir.IntegerType.get_signless(bits)
     as_word = (lambda v: v) if isinstance(elem, ir.IntegerType) else (lambda v: arith.bitcast(word, v))
     operands = [pred, address] + ([as_word(cmp)] if cmp is not None else []) + [as_word(value)]  # (cas: compare, then swap)
-    asm = (f"mov.b{bits} $0, 0;\n\t@$1 atom.{sem}.{scope}.global.{_instruction(kind, elem)} $0, [$2], $3"
-           + (", $4;" if cmp is not None else ";"))
+    if kind in ("load", "store"):  # (atomic_load, atomic_store: ld.acquire, st.release; the store's old value 0)
+        access = f"ld.{sem}.{scope}.global.b{bits} $0, [$2];" if kind == "load" else \
+            f"st.{sem}.{scope}.global.b{bits} [$2], $3;"
+        asm = f"mov.b{bits} $0, 0;\n\t@$1 {access}"
+    else:
+        asm = (f"mov.b{bits} $0, 0;\n\t@$1 atom.{sem}.{scope}.global.{_instruction(kind, elem)} $0, [$2], $3"
+               + (", $4;" if cmp is not None else ";"))
     c = _CONSTRAINT[bits]
     constraints = ",".join([f"=&{c}", "b", "l"] + [c] * (len(operands) - 2))
     old = llvm.inline_asm(word, operands, asm, constraints, has_side_effects=True)
