@@ -8,9 +8,9 @@ As in Triton, `axis=None` reduces every dim (one axis after another, last first)
 from __future__ import annotations
 
 from ..dialects import tile_ops
-from . import semantics
+from . import semantics, unsigned
 from .builtins import EMITTERS, SemanticError, _axis, _tile, emitter
-from .dtypes import float32, int32
+from .dtypes import float32, int32, uint32
 from .values import Tile
 
 
@@ -30,6 +30,8 @@ def _keep_dim(out: Tile, shape: list[int], axis: int) -> Tile:
 
 
 def _reduce_axis(kind: str, x: Tile, axis: int) -> Tile:
+    if x.dtype.bits > 1 and x.dtype.is_int_unsigned():
+        return _reduce_unsigned(kind, x, axis)
     if not x.dtype.is_float and x.dtype.bits < 32:
         # As in Triton: narrow ints (a mask's too) are summed in int32, so a mask's sum
         # counts and an int8 sum does not wrap; max and min come back in their type.
@@ -42,13 +44,22 @@ def _reduce_axis(kind: str, x: Tile, axis: int) -> Tile:
     return Tile(tile_ops.reduce(x.value, axis, kind))
 
 
+def _reduce_unsigned(kind: str, x: Tile, axis: int) -> Tile:
+    """An unsigned reduction, as Triton's: a sum in uint32 (narrower ones zero-extended; uint64
+    in uint64), wrapping; max and min as the signed reduction of the values with their top bit
+    flipped, which orders them as unsigned, flipped back (in their own type)."""
+    wide = semantics.cast(x, uint32) if x.dtype.bits < 32 else x
+    if kind == "sum":
+        return Tile(unsigned.mark(tile_ops.reduce(wide.value, axis, kind)))
+    top = 1 << (wide.dtype.bits - 1)
+    out = Tile(unsigned.mark(tile_ops.reduce(semantics.binary("^", wide, top).value, axis, kind)))
+    return semantics.cast(semantics.binary("^", out, top), x.dtype)
+
+
 def _operand(x, what: str) -> Tile:
     x = semantics.computable(_tile(x, f"{what}'s operand"), f"{what}'s operand")
     if x.is_scalar:
         raise SemanticError(f"{what} needs a tile, got a scalar")
-    if x.dtype.bits > 1 and x.dtype.is_int_unsigned():  # (the reductions' lowerings widen and compare signed)
-        raise SemanticError(f"{what} of a {x.dtype!r} tile is not in the language yet: convert it first "
-                            "(x.to(tile.int32))")
     return x
 
 

@@ -1,8 +1,8 @@
 """uint16, uint32 and uint64 tensors and tiles (Triton's `tl.uint16` .. `tl.uint64`): wrapping
 arithmetic, unsigned division, shifts, comparisons (against values >= 2**31), extrema, casts
-(`uitofp`, `fptoui`, zero extension, bitcasts) and Triton's promotion (uint32 + int32 is a
-uint32), checked against numpy's unsigned arithmetic on the CPU target with masks, odd sizes
-and a strided view; a uint32 hash of the kind library kernels build dropout seeds from, with
+(`uitofp`, `fptoui`, zero extension, bitcasts), Triton's promotion (uint32 + int32 is a
+uint32) and reductions, checked against numpy's unsigned arithmetic on the CPU target with
+masks, odd sizes and a strided view; a uint32 hash of the kind library kernels build dropout seeds from, with
 pointer increments; compiled for sm_90a, where the PTX uses the unsigned instructions; and the
 uses Triton rejects (a negative constant, // of mixed signedness) errors at their line."""
 
@@ -214,6 +214,65 @@ def test_seed_hash_same_as_triton():
     run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, os.path.dirname(__file__)],
                          env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-2000:]
+
+
+@tile.jit
+def _reductions(x, out, rows, cols, stride_x, BLOCK_R: tile.constexpr, BLOCK_C: tile.constexpr, ):
+    """Unsigned sums (wrapping), maxima and minima (of values >= 2**31 too), argmax, along
+    each axis and all of them, of a masked 2-D block of a strided tensor."""
+    r, c = tile.arange(0, BLOCK_R), tile.arange(0, BLOCK_C)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    v = tile.load(x + r[:, None] * stride_x + c[None, :], mask=mask, other=0)
+    lo = tile.where(mask, v, 0xFFFFFFFF)
+    tile.store(out + r, tile.max(v, axis=1), mask=r < rows)
+    tile.store(out + BLOCK_R + r, tile.min(lo, axis=1), mask=r < rows)
+    tile.store(out + 2 * BLOCK_R + c, tile.sum(v, axis=0), mask=c < cols)
+    tile.store(out + 2 * BLOCK_R + BLOCK_C + r, tile.argmax(v, axis=1).to(tile.uint32), mask=r < rows)
+    everything = tile.sum(v)
+    tile.static_assert(everything.dtype == tile.uint32, "a uint32 sum")
+    tile.store(out + 2 * BLOCK_R + 2 * BLOCK_C, everything)
+    tile.store(out + 2 * BLOCK_R + 2 * BLOCK_C + 1, tile.max(tile.max(v, axis=0, keep_dims=True)))
+
+
+def test_reductions_against_numpy():
+    rows, cols = 13, 27
+    rng = np.random.default_rng(3)
+    full = rng.integers(0, 2**32, (rows, 40), dtype=np.uint64).astype(np.uint32)
+    full[2, 5] = 0xFFFFFFFF
+    v = full[:, :cols]  # (a strided view: rows of 40)
+    out = torch.zeros(2 * 16 + 2 * 32 + 2, dtype=torch.uint32)
+    _reductions[(1, )](torch.from_numpy(full), out, rows, cols, 40, BLOCK_R=16, BLOCK_C=32)
+    o = out.numpy()
+    assert np.array_equal(o[:rows], v.max(axis=1)) and np.array_equal(o[16:16 + rows], v.min(axis=1))
+    with np.errstate(over="ignore"):
+        assert np.array_equal(o[32:32 + cols], v.sum(axis=0, dtype=np.uint32))
+        assert o[96] == v.sum(dtype=np.uint32)
+    assert np.array_equal(o[64:64 + rows], v.argmax(axis=1)) and o[97] == 0xFFFFFFFF
+
+
+def test_uint64_reductions_against_numpy():
+    @tile.jit
+    def k(x, out, n, BLOCK: tile.constexpr):
+        offs = tile.arange(0, BLOCK)
+        v = tile.load(x + offs, mask=offs < n, other=0)
+        tile.store(out, tile.max(v))
+        tile.store(out + 1, tile.min(tile.where(offs < n, v, 0xFFFFFFFFFFFFFFFF)))
+        tile.store(out + 2, tile.sum(v))
+
+    v = np.random.default_rng(4).integers(0, 2**64, 100, dtype=np.uint64)
+    out = torch.zeros(3, dtype=torch.uint64)
+    k[(1, )](torch.from_numpy(v), out, 100, BLOCK=128)
+    with np.errstate(over="ignore"):
+        assert out.numpy().tolist() == [v.max(), v.min(), v.sum(dtype=np.uint64)]
+
+
+def test_sm90a_reductions(gpu_target):
+    gpu_target("sm_90a")
+    x, out = torch.empty(16 * 40, dtype=torch.uint32, device="meta"), torch.empty(98, dtype=torch.uint32, device="meta")
+    launcher = _reductions.compile(x, out, 13, 27, 40, BLOCK_R=16, BLOCK_C=32)
+    ptx = launcher.asm["ptx"]
+    # (the unsigned max: a signed one of the values with their top bit flipped)
+    assert re.search(r"xor\.b32\s+%r\d+, %r\d+, -2147483648", ptx) and re.search(r"max\.s32", ptx)
 
 
 @tile.jit
