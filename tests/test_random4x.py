@@ -1,18 +1,16 @@
 """Triton's other random entry points: `randint4x`, `rand4x`, `randn4x`, `philox` (4x32 and 4x64),
 `philox_impl`, `uint_to_uniform_float`, `pair_uniform_to_normal`; on the CPU target against a
 Philox written here with numpy (64-bit offsets: the counter's high word) and bit for bit against
-Triton's own functions run by its interpreter; compiled for sm_90a."""
+Triton's own functions, the same kernel's source run by Triton's interpreter; compiled for sm_90a."""
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
 import tile
+from as_triton import run_in_triton
 
 M32 = np.uint64(0xFFFFFFFF)
 
@@ -85,46 +83,14 @@ def test_randint4x_rand4x_randn4x_against_numpy(seed):
 
 
 TRITON_SCRIPT = """
-import sys, torch, triton, triton.language as tl
-sys.path.insert(0, sys.argv[1])
-from test_random4x import _run
+from test_random4x import _random4x, _run
 
-@triton.jit
-def triton_random4x(seed, ints, uniform, normal, wide, n, base, BLOCK: tl.constexpr, ):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    big = offs.to(tl.int64) + base
-    i0, i1, i2, i3 = tl.randint4x(seed, big)
-    u0, u1, u2, u3 = tl.rand4x(seed, offs, n_rounds=7)
-    n0, n1, n2, n3 = tl.randn4x(seed, offs)
-    ints += offs
-    uniform += offs
-    tl.store(ints, i0, mask=mask)
-    tl.store(ints + n, i1, mask=mask)
-    tl.store(ints + 2 * n, i2, mask=mask)
-    tl.store(ints + 3 * n, i3, mask=mask)
-    tl.store(uniform, u0, mask=mask)
-    tl.store(uniform + n, u1, mask=mask)
-    tl.store(uniform + 2 * n, u2, mask=mask)
-    tl.store(uniform + 3 * n, u3, mask=mask)
-    for k in tl.static_range(4):
-        z = n0 if k == 0 else n1 if k == 1 else n2 if k == 2 else n3
-        tl.store(normal + k * n + offs, z, mask=mask)
-    c = big.to(tl.uint64)
-    p0, p1, p2, p3 = tl.philox(seed, c, c * 0, c ^ 0xFFFF, c, n_rounds=6)
-    wide += offs
-    tl.store(wide, p0 ^ p3, mask=mask)
-    k0 = (seed & 0xFFFF).to(tl.uint32)
-    q0, _, _, q3 = tl.philox_impl(offs.to(tl.uint32), k0, k0 + 1, offs.to(tl.uint32, bitcast=True), k0, k0 ^ 5, 3)
-    a, b = tl.pair_uniform_to_normal(tl.uint_to_uniform_float(p1), tl.uint_to_uniform_float(q0 + q3))
-    tl.store(wide + n, (a * 1000.0 + b).to(tl.int64).to(tl.uint64, bitcast=True), mask=mask)
-
+theirs_kernel = as_triton(_random4x)
 n, base = 300, 2**32 * 3 + 17
 for seed in (42, 2**40 + 7):
     ours = _run(seed, n, base)
     theirs = [torch.zeros_like(t) for t in ours]
-    triton_random4x[(3, )](seed, *theirs, n, base, BLOCK=128)
+    theirs_kernel[(3, )](seed, *theirs, n, base, BLOCK=128)
     assert torch.equal(ours[0], theirs[0]), "randint4x"
     assert torch.equal(ours[1], theirs[1]), "rand4x"
     torch.testing.assert_close(ours[2], theirs[2], rtol=1e-5, atol=1e-5)
@@ -138,8 +104,7 @@ def test_same_bits_as_triton():
     """Triton's own functions, run by its interpreter (a process of its own: TRITON_INTERPRET is
     read at import), give the same ints and uniforms; the normals agree to float rounding."""
     pytest.importorskip("triton")
-    run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, os.path.dirname(__file__)],
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
+    run = run_in_triton(TRITON_SCRIPT)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-2000:]
 
 

@@ -6,16 +6,14 @@ masks, odd sizes and a strided view; a uint32 hash of the kind library kernels b
 pointer increments; compiled for sm_90a, where the PTX uses the unsigned instructions; and the
 uses Triton rejects (a negative constant, // of mixed signedness) errors at their line."""
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
 import tile
+from as_triton import run_in_triton
 
 DTYPES = {16: (tile.uint16, np.uint16, torch.uint16), 32: (tile.uint32, np.uint32, torch.uint32),
           64: (tile.uint64, np.uint64, torch.uint64)}
@@ -178,41 +176,22 @@ def test_seed_hash_against_numpy():
 
 
 TRITON_SCRIPT = """
-import sys, numpy as np, torch, triton, triton.language as tl
-sys.path.insert(0, sys.argv[1])
 from test_unsigned_ints import _seed_hash
-
-@triton.jit
-def triton_hash(seeds, out, n, salt, BLOCK: tl.constexpr, ):
-    pid = tl.program_id(0)
-    out += pid * BLOCK
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    seed = tl.load(seeds + pid % 3)
-    h = offs.to(tl.uint32) * 0x9E3779B1 + seed + salt
-    h ^= h >> 16
-    h *= 0x85EBCA6B
-    h ^= h >> 13
-    h *= 0xC2B2AE35
-    h ^= h >> 16
-    keep = h >= 0x80000000
-    tl.store(out + tl.arange(0, BLOCK), tl.where(keep, h, h % 1000), mask=mask, )
 
 seeds = torch.from_numpy(np.array([0xDEADBEEF, 7, 0xFFFFFFFF], dtype=np.uint32))
 ours, theirs = torch.zeros(300, dtype=torch.uint32), torch.zeros(300, dtype=torch.uint32)
 _seed_hash[(3, )](seeds, ours, 300, 99, BLOCK=128)
-triton_hash[(3, )](seeds, theirs, 300, 99, BLOCK=128)
+as_triton(_seed_hash)[(3, )](seeds, theirs, 300, 99, BLOCK=128)
 assert torch.equal(ours, theirs), (ours[:8], theirs[:8])
 print("same")
 """
 
 
 def test_seed_hash_same_as_triton():
-    """The same kernel in Triton, run by its interpreter (a process of its own:
-    TRITON_INTERPRET is read at import), gives the same bits: Triton's promotion rules."""
+    """The same kernel's source as Triton's, run by its interpreter, gives the same bits:
+    Triton's promotion rules."""
     pytest.importorskip("triton")
-    run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, os.path.dirname(__file__)],
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
+    run = run_in_triton(TRITON_SCRIPT)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-2000:]
 
 
