@@ -30,7 +30,7 @@ if __package__:
     from .frontend import math_language as math  # Triton's tl.math
     from .frontend.math_language import div_rn, fdiv, sqrt_rn, umulhi  # (tl.div_rn is tl.math.div_rn)
     from .frontend.type_names import const, float8e4b8, float8e4b15, float8e5b16, tuple, void  # noqa: A004
-    from .runtime.autotune import Autotuner, Config, autotune
+    from .runtime.autotune import Autotuner, Config, Heuristics, autotune, heuristics
     from .runtime.kernel import Kernel, func, jit, kernel
 
     def _lazy(alias: str, target: str):
@@ -50,7 +50,7 @@ if __package__:
     from .runtime.profiling import profile  # tile.profile(kernel, grid, *args, bytes=, flops=, ncu=), .compare
 
 __all__ = [
-    "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
+    "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "heuristics", "Heuristics", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int16", "int1", "uint8", "uint16", "uint32", "uint64", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
     "TensorDescriptor", "Pipeline", "pipeline_edits", "SpillWarning", "WarpSpecializeWarning",
 ]
