@@ -311,7 +311,7 @@ func.func @gather_shapes(%src: tensor<4x8xf32>, %idx: tensor<2x8xi32>) -> tensor
 // -----
 
 func.func @atomic_kind(%y: memref<?xf32>, %offs: tensor<64xi32>, %v: tensor<64xf32>, %mask: tensor<64xi1>) {
-  // expected-error @below {{'tile.atomic_rmw' op kind must be one of add, max, min, and, or, xor, xchg, got nand}}
+  // expected-error @below {{'tile.atomic_rmw' op kind must be one of add, max, min, and, or, xor, xchg, load, store, got nand}}
   %o = "tile.atomic_rmw"(%y, %offs, %v, %mask) {kind = "nand", sem = "acq_rel", scope = "gpu"} : (memref<?xf32>, tensor<64xi32>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
   return
 }
@@ -361,5 +361,13 @@ func.func @trans_result_shape(%t: tensor<4x16xf32>) -> tensor<4x16xf32> {
 func.func @print_index(%i: index) {
   // expected-error @below {{cannot print a value of type index}}
   "tile.print"(%i) {prefix = "i: "} : (index) -> ()
+  return
+}
+
+// -----
+
+func.func @inline_asm_shapes(%a: tensor<64xi32>, %b: tensor<32xf32>) {
+  // expected-error @below {{the operands and results must have one shape}}
+  %o = "tile.inline_asm"(%a, %b) {asm = "mov.b32 $0, $1;", constraints = "=r,r,r", pure = 1 : i32, pack = 1 : i32, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<64xi32>, tensor<32xf32>) -> tensor<64xi32>
   return
 }
