@@ -13,7 +13,7 @@ from lark import Tree
 from mlir import ir
 from mlir.dialects import func, scf
 
-from . import bounds_check, device_assert
+from . import bounds_check, device_assert, unsigned
 from . import (atomics, builtins, descriptors, dot_scaled, dots, grid_dependence, hints, math_functions,  # noqa: F401
                memory_hints, python_builtins, random, reductions, shape_builtins)  # (they register their emitters)
 from . import inline_asm  # noqa: F401
@@ -298,4 +298,5 @@ def _emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: l
                 if emitter.returned is not None:
                     raise emitter.error(body, "a kernel cannot return a value; store results with tile.store") from None
             func.ReturnOp([])
+    unsigned.forget(module)
     return module

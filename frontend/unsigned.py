@@ -11,6 +11,7 @@ from __future__ import annotations
 from mlir import ir
 
 MARK = "tile.unsigned"
+SIGNED = "tile.signed"  # (an answer kept while the kernel is emitted: `forget`)
 
 # op -> which operand's signedness its result keeps
 _KEEPS = {
@@ -28,12 +29,17 @@ def mark(value: ir.Value) -> ir.Value:
 
 
 def is_unsigned(value: ir.Value) -> bool:
+    """Whether value is unsigned: the answer of the first marked op (or op known signed) up the
+    chain of ops that keep their operand's signedness. The answer is kept on every op of that
+    kind passed on the way (MARK, or SIGNED until `forget`), so that a static_range's chain of
+    adds, asked at every add, is walked once, not once an add."""
+    passed, answer = [], False
     for _ in range(100000):  # (a long chain of adds: a static_range's)
         owner = value.owner
         if isinstance(owner, ir.Block):
             parent = owner.owner
             if parent is None:
-                return False
+                break
             op = parent.operation
             n = value.arg_number
             if op.name == "scf.for" and n > 0:  # an iter_arg: its init's
@@ -41,17 +47,31 @@ def is_unsigned(value: ir.Value) -> bool:
             elif op.name == "scf.while":
                 value = op.operands[n]
             else:
-                return False
+                break
             continue
         op = owner.operation if hasattr(owner, "operation") else owner
-        if MARK in op.attributes:
-            return True
+        if MARK in op.attributes or SIGNED in op.attributes:
+            answer = MARK in op.attributes
+            break
         if op.name in ("scf.for", "scf.while"):
             value = op.operands[(3 if op.name == "scf.for" else 0) + ir.OpResult(value).result_number]
         elif op.name in ("scf.if", "scf.execute_region"):
             value = op.regions[0].blocks[0].operations[-1].operands[ir.OpResult(value).result_number]
         elif op.name in _KEEPS:
+            passed.append(op)
             value = op.operands[_KEEPS[op.name]]
         else:
-            return False
-    return False
+            break
+    for op in passed:
+        op.attributes[MARK if answer else SIGNED] = ir.UnitAttr.get()
+    return answer
+
+
+def forget(module: ir.Module) -> None:
+    """Drop the SIGNED answers `is_unsigned` kept (the IR that passes see has none)."""
+    def visit(op):
+        if SIGNED in op.attributes:
+            del op.attributes[SIGNED]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)

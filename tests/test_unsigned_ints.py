@@ -255,6 +255,31 @@ def test_sm90a_reductions(gpu_target):
 
 
 @tile.jit
+def _chains(x, out, N: tile.constexpr):
+    """A uint32 and an int32 chain of adds, unrolled: each step's comparison as its dtype's."""
+    o = tile.arange(0, 4)
+    u = tile.load(x + o)
+    s = u.to(tile.int32, bitcast=True)
+    for i in tile.static_range(N):
+        u += 0x30000000
+        s += 0x30000000
+        tile.store(out + i * 8 + o, (u > 0x80000000).to(tile.uint32))
+        tile.store(out + i * 8 + 4 + o, (s > 0).to(tile.uint32))
+
+
+def test_signedness_along_unrolled_chains():
+    x = np.array([0, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF], dtype=np.uint32)
+    out = torch.zeros(8 * 9, dtype=torch.uint32)
+    launcher = _chains.compile(torch.from_numpy(x), out, N=9)
+    _chains[(1, )](torch.from_numpy(x), out, N=9)
+    u = x.astype(np.uint64)[None, :] + np.uint64(0x30000000) * np.arange(1, 10, dtype=np.uint64)[:, None]
+    u = (u % 2**32).astype(np.uint32)
+    want = np.concatenate([(u > 0x80000000), (u.view(np.int32) > 0)], axis=1).astype(np.uint32).reshape(-1)
+    assert np.array_equal(out.numpy(), want)
+    assert "tile.signed" not in launcher.asm["tile"]  # (the answers kept while emitting are dropped)
+
+
+@tile.jit
 def _bad(x, out, CASE: tile.constexpr):
     a = tile.load(x + tile.arange(0, 16))
     if CASE == 0:
