@@ -233,6 +233,9 @@ def test_fused_moe_sm90a(gpu_target):
     )
     ptx = launcher.asm["ptx"]
     assert "mma" in ptx and launcher.metadata["ptxas"]["spill_stores"] == 0
+    # The expert weights, [E, N, K] read as B = W.T, go through cp.async rings 16 bytes at a
+    # time (tile-k-major-loads), not element by element.
+    assert "cp.async.cg" in ptx and "ld.global.b16" not in ptx
 
 
 @pytest.mark.parametrize("bias", [True, False])
