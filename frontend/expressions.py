@@ -166,8 +166,9 @@ class Expressions:
             return semantics.negate(v)
         if op == "~" and v.dtype.is_float:
             raise self.error(node, f"~ needs an integer or bool operand, got {v.dtype!r}")
-        if op == "~":  # (on bools a logical not, as torch's)
-            return semantics.binary("^", v, True if v.dtype == dtypes.int1 else semantics.int_range(v.dtype)[1] if not v.dtype.signed else -1)
+        if op == "~":  # (on bools a logical not, as torch's; all ones: -1, or an unsigned type's largest)
+            ones = True if v.dtype == dtypes.int1 else -1 if v.dtype.signed else semantics.int_range(v.dtype)[1]
+            return semantics.binary("^", v, ones)
         return v
 
     def expr_power(self, node):

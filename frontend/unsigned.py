@@ -1,8 +1,9 @@
 """Which integer values are unsigned (Triton's `tl.uint8` .. `tl.uint64`, torch.uint8 .. uint64:
 the e8m0 scales of tutorial 10, the uint32 hashes of dropout seeds). MLIR's integers are
 signless, so a tile's signedness is not in its type: a value is unsigned where the op that
-made it is marked `tile.unsigned` (a load from a uint32 tensor, a cast or constant of uint32) or, for ops that keep their operand's values (shape ops, `where`,
-the wrapping arithmetic and bit ops, loop-carried values), where its operand is. The
+made it is marked `tile.unsigned` (a load from a uint32 tensor, a cast or constant of
+uint32) or, for ops that keep their operand's values (shape ops, `where`, the wrapping
+arithmetic and bit ops, loop-carried values), where its operand is. The
 frontend asks while it emits (`Tile.dtype`), and picks the unsigned ops from the answer:
 `divui`, `remui`, `shrui`, `cmpi ult`, `extui`, `uitofp`, `fptoui`, `maxui`."""
 
