@@ -59,8 +59,21 @@ def _masked_reference(x, axis, reverse, prod):
     """torch's cumsum/cumprod of the tile the kernel loads: padded to the block with the
     identity, which a reverse scan reads first."""
     fn = torch.cumprod if prod else torch.cumsum
-    dtype = x.dtype if x.dtype.is_floating_point else torch.int32
+    dtype = x.dtype if x.dtype.is_floating_point else torch.int32 if x.dtype.itemsize < 4 else x.dtype
     return fn(x.flip(axis), axis, dtype=dtype).flip(axis) if reverse else fn(x, axis, dtype=dtype)
+
+
+def run_cumsum(device, dtype, M, N, BM, BN, axis, reverse, prod=False):
+    """(what the kernel gave, torch's) for a strided M x N view in a BM x BN block."""
+    g = torch.Generator().manual_seed(M * N)
+    x = (1 + torch.rand(N, M, generator=g) * 0.1) if prod else (torch.randn(N, M, generator=g) * 4).to(dtype)
+    x = x.t()  # a strided view
+    want = _masked_reference(x, axis, reverse, prod)
+    out = torch.empty(M, N, dtype=want.dtype, device=device)
+    x = x.to(device)
+    cumsum_2d_kernel[(1,)](x, out, M, N, x.stride(0), x.stride(1), BLOCK_M=BM, BLOCK_N=BN, AXIS=axis,
+                           REVERSE=reverse, PROD=prod)
+    return out, want
 
 
 @pytest.mark.parametrize("dtype, axis, reverse", [
@@ -68,23 +81,14 @@ def _masked_reference(x, axis, reverse, prod):
     (torch.float32, 0, True),
     (torch.int32, 0, False),
     (torch.int8, 1, True),
+    (torch.int64, 1, False),
 ])
 def test_cumsum_2d(dtype, axis, reverse):
-    M, N = 13, 27
-    x = (torch.randn(N, M) * 4).to(dtype).t()  # a strided view
-    out = torch.empty(M, N, dtype=torch.int32 if dtype == torch.int8 else dtype)
-    cumsum_2d_kernel[(1,)](x, out, M, N, x.stride(0), x.stride(1), BLOCK_M=16, BLOCK_N=32, AXIS=axis,
-                           REVERSE=reverse, PROD=False)
-    torch.testing.assert_close(out, _masked_reference(x, axis, reverse, False), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(*run_cumsum("cpu", dtype, 13, 27, 16, 32, axis, reverse), rtol=1e-5, atol=1e-4)
 
 
 def test_cumprod_2d():
-    M, N = 9, 30
-    x = 1 + torch.rand(M, N) * 0.1
-    out = torch.empty(M, N)
-    cumsum_2d_kernel[(1,)](x, out, M, N, x.stride(0), x.stride(1), BLOCK_M=16, BLOCK_N=32, AXIS=1, REVERSE=True,
-                           PROD=True)
-    torch.testing.assert_close(out, _masked_reference(x, 1, True, True))
+    torch.testing.assert_close(*run_cumsum("cpu", torch.float32, 9, 30, 16, 32, 1, True, prod=True))
 
 
 @tile.kernel
@@ -104,21 +108,21 @@ def recurrence_kernel(a_ptr, b_ptr, h_ptr, L, D, BLOCK_L: tile.constexpr, BLOCK_
     tile.store(h_ptr + offs_l[:, None] * D + offs_d[None, :], h, mask=mask)
 
 
-def _recurrence_reference(a, b, reverse):
-    h, out = torch.zeros(a.shape[1], dtype=torch.float64), torch.empty(a.shape, dtype=torch.float64)
-    for t in (reversed(range(a.shape[0])) if reverse else range(a.shape[0])):
+def run_recurrence(device, L, D, BL, BD, reverse):
+    g = torch.Generator().manual_seed(L * D)
+    a, b = torch.rand(L, D, generator=g) * 0.5 + 0.5, torch.randn(L, D, generator=g)
+    want, h = torch.empty(L, D, dtype=torch.float64), torch.zeros(D, dtype=torch.float64)
+    for t in (reversed(range(L)) if reverse else range(L)):
         h = a[t].double() * h + b[t].double()
-        out[t] = h
-    return out.float()
+        want[t] = h
+    out = torch.empty(L, D, device=device)
+    recurrence_kernel[(tile.cdiv(D, BD),)](a.to(device), b.to(device), out, L, D, BLOCK_L=BL, BLOCK_D=BD, REVERSE=reverse)
+    return out, want.float()
 
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_linear_recurrence(reverse):
-    L, D = 29, 20
-    a, b = torch.rand(L, D) * 0.5 + 0.5, torch.randn(L, D)
-    h = torch.empty(L, D)
-    recurrence_kernel[(tile.cdiv(D, 8),)](a, b, h, L, D, BLOCK_L=32, BLOCK_D=8, REVERSE=reverse)
-    torch.testing.assert_close(h, _recurrence_reference(a, b, reverse), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(*run_recurrence("cpu", 29, 20, 32, 8, reverse), rtol=1e-4, atol=1e-4)
 
 
 @tile.kernel
@@ -133,13 +137,16 @@ def argmax_kernel(x_ptr, value_ptr, index_ptr, M, N, BLOCK_M: tile.constexpr, BL
     tile.store(index_ptr + rm, arg, mask=rm < M)
 
 
+def run_argmax(device, M, N, BM, BN):
+    """Row maxima and their first index, many ties among them: (got, want) of both, stacked."""
+    x = torch.randint(-3, 4, (M, N), generator=torch.Generator().manual_seed(M)).float()
+    value, index = torch.empty(M, device=device), torch.empty(M, dtype=torch.int32, device=device)
+    argmax_kernel[(tile.cdiv(M, BM),)](x.to(device), value, index, M, N, BLOCK_M=BM, BLOCK_N=BN)
+    return torch.stack([value, index.float()]), torch.stack([x.max(1).values, x.argmax(1).float()])
+
+
 def test_argmax_by_reduce():
-    M, N = 37, 50
-    x = torch.randint(-3, 4, (M, N)).float()  # many ties: the first index wins
-    value, index = torch.empty(M), torch.empty(M, dtype=torch.int32)
-    argmax_kernel[(tile.cdiv(M, 16),)](x, value, index, M, N, BLOCK_M=16, BLOCK_N=64)
-    torch.testing.assert_close(value, x.max(1).values)
-    torch.testing.assert_close(index, x.argmax(1).to(torch.int32))
+    torch.testing.assert_close(*run_argmax("cpu", 37, 50, 16, 64))
 
 
 @tile.kernel
@@ -155,16 +162,18 @@ def whole_tile_kernel(x_ptr, out_ptr, N, BLOCK: tile.constexpr):
     tile.store(out_ptr + 3 + offs, tile.cumsum(x), mask=offs < N)
 
 
-def test_whole_tile_reductions():
-    N = 45
-    x = torch.randint(0, 1 << 20, (N,), dtype=torch.int32)
-    out = torch.empty(3 + N, dtype=torch.int32)
-    whole_tile_kernel[(1,)](x, out, N, BLOCK=64)
+def run_whole_tile(device, N, BLOCK):
+    x = torch.randint(0, 1 << 20, (N,), dtype=torch.int32, generator=torch.Generator().manual_seed(N))
+    out = torch.empty(3 + N, dtype=torch.int32, device=device)
+    whole_tile_kernel[(1,)](x.to(device), out, N, BLOCK=BLOCK)
     xs = x.numpy()
-    assert out[0] == int(xs.sum())
-    assert out[1] == int(np.bitwise_xor.reduce(xs))
-    assert out[2] == int(np.bitwise_or.reduce(xs))
-    torch.testing.assert_close(out[3:], torch.cumsum(x, 0, dtype=torch.int32))
+    head = [int(xs.sum()), int(np.bitwise_xor.reduce(xs)), int(np.bitwise_or.reduce(xs))]
+    return out, torch.cat([torch.tensor(head, dtype=torch.int32), torch.cumsum(x, 0, dtype=torch.int32)])
+
+
+def test_whole_tile_reductions():
+    got, want = run_whole_tile("cpu", 45, 64)
+    assert got.tolist() == want.tolist()
 
 
 @tile.kernel
@@ -180,14 +189,43 @@ def count_kernel(expert_ptr, count_ptr, slot_ptr, T, E: tile.constexpr, BLOCK_T:
     tile.store(slot_ptr + t, slot, mask=t < T)
 
 
-def test_moe_token_counting():
-    T, E = 50, 8
-    expert = torch.randint(0, E, (T,), dtype=torch.int32)
-    count, slot = torch.empty(E, dtype=torch.int32), torch.empty(T, dtype=torch.int32)
-    count_kernel[(1,)](expert, count, slot, T, E=E, BLOCK_T=64)
-    torch.testing.assert_close(count, torch.bincount(expert, minlength=E).to(torch.int32))
+def run_counting(device, T, E, BT):
+    expert = torch.randint(0, E, (T,), dtype=torch.int32, generator=torch.Generator().manual_seed(T))
+    count, slot = torch.empty(E, dtype=torch.int32, device=device), torch.empty(T, dtype=torch.int32, device=device)
+    count_kernel[(1,)](expert.to(device), count, slot, T, E=E, BLOCK_T=BT)
     want = [int((expert[:i] == expert[i]).sum()) for i in range(T)]
-    assert slot.tolist() == want
+    return torch.cat([count, slot]), torch.cat([torch.bincount(expert, minlength=E).to(torch.int32),
+                                                torch.tensor(want, dtype=torch.int32)])
+
+
+def test_moe_token_counting():
+    got, want = run_counting("cpu", 50, 8, 64)
+    assert got.tolist() == want.tolist()
+
+
+# The GPU half (benchmarks/language_on_device.py): name -> (runner, arguments after the device, tolerance)
+DEVICE_CASES = {
+    "cumsum 1x1024": (run_cumsum, (torch.float32, 1, 1000, 1, 1024, 1, False), 1e-3),
+    "cumsum 64x64 axis 0": (run_cumsum, (torch.float32, 61, 64, 64, 64, 0, False), 1e-4),
+    "cumsum 64x64 axis 1 reverse": (run_cumsum, (torch.float32, 64, 63, 64, 64, 1, True), 1e-4),
+    "cumsum int8 13x27 axis 0 reverse": (run_cumsum, (torch.int8, 13, 27, 16, 32, 0, True), 0),
+    "cumsum int64 13x27 axis 1": (run_cumsum, (torch.int64, 13, 27, 16, 32, 1, False), 0),
+    "cumsum f16 16x8 axis 1": (run_cumsum, (torch.float16, 16, 8, 16, 8, 1, False), 1e-2),
+    "cumprod 9x30 axis 1 reverse": (run_cumsum, (torch.float32, 9, 30, 16, 32, 1, True, True), 1e-5),
+    "linear recurrence 29x20": (run_recurrence, (29, 20, 32, 8, False), 1e-4),
+    "linear recurrence 64x64 reverse": (run_recurrence, (64, 64, 64, 64, True), 1e-4),
+    "argmax by reduce 37x50": (run_argmax, (37, 50, 16, 64), 0),
+    "argmax by reduce 64x1000": (run_argmax, (64, 1000, 2, 1024), 0),
+    "whole-tile reduce, xor_sum, reduce_or, cumsum": (run_whole_tile, (1000, 1024), 0),
+    "MoE token counting": (run_counting, (50, 8, 64), 0),
+}
+
+
+@pytest.mark.parametrize("name", ["cumsum 64x64 axis 0", "cumsum f16 16x8 axis 1", "argmax by reduce 64x1000"])
+def test_device_cases_on_the_cpu(name):
+    """A few of the GPU half's cases, on the CPU target (the script's --cpu runs them all)."""
+    run, args, tol = DEVICE_CASES[name]
+    torch.testing.assert_close(*run("cpu", *args), rtol=tol, atol=tol)
 
 
 @tile.jit
@@ -226,3 +264,46 @@ def test_bad_combines(kernel, message):
     with pytest.raises(tile.CompilationError, match=message) as e:
         kernel[(1,)](torch.ones(8), BLOCK=8)
     assert re.search(r"test_scans.py:\d+", str(e.value))
+
+
+def _meta(*shape, dtype=torch.float32):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def _counts(ptx: str) -> dict:
+    return {k: len(re.findall(k, ptx)) for k in ("shfl.sync.up", "shfl.sync.down", "shfl.sync.idx", "shfl.sync.bfly",
+                                                 "bar.sync", r"\.local", "ld.shared")}
+
+
+@pytest.mark.parametrize("BM, BN, axis, reverse", [(1, 1024, 1, False), (64, 64, 0, False), (64, 64, 1, True)])
+def test_scan_ptx(BM, BN, axis, reverse, gpu_target):
+    """Along the fastest axis, shuffles within the warps (down for a reverse scan) and, where
+    warps lie along it, one exchange through shared memory; no local memory."""
+    gpu_target()
+    launcher = cumsum_2d_kernel.compile(_meta(BM, BN), _meta(BM, BN), BM, BN, BN, 1, BLOCK_M=BM, BLOCK_N=BN,
+                                        AXIS=axis, REVERSE=reverse, PROD=False)
+    n = _counts(launcher.asm["ptx"])
+    assert n[r"\.local"] == 0 and launcher.metadata["ptxas"]["spill_stores"] == 0
+    if BN == 1024:  # 32 lanes and 4 warps along the row: a 5-step scan up, then the warps' totals
+        assert n["shfl.sync.up"] >= 5 and n["bar.sync"] == 2 and n["ld.shared"] >= 1
+    if axis == 1 and BN == 64:  # a row within a warp: shuffles only
+        assert n["shfl.sync.down"] > 0 and n["shfl.sync.up"] == 0 and n["bar.sync"] == 0
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_combines_compile_for_the_gpu(target, gpu_target):
+    """Tuple scans and reductions, 8-, 32- and 64-bit and boolean values, whole-tile reductions."""
+    gpu_target(target)
+    launcher = argmax_kernel.compile(_meta(64, 64), _meta(64), _meta(64, dtype=torch.int32), 64, 64, BLOCK_M=64,
+                                     BLOCK_N=64)
+    n = _counts(launcher.asm["ptx"])
+    assert n["shfl.sync.bfly"] > 0 and n[r"\.local"] == 0
+    launcher = recurrence_kernel.compile(_meta(64, 64), _meta(64, 64), _meta(64, 64), 64, 64, BLOCK_L=64, BLOCK_D=64,
+                                         REVERSE=False)
+    assert launcher.metadata["ptxas"]["spill_stores"] == 0
+    whole_tile_kernel.compile(_meta(64, dtype=torch.int32), _meta(67, dtype=torch.int32), 64, BLOCK=64)
+    count_kernel.compile(_meta(50, dtype=torch.int32), _meta(8, dtype=torch.int32), _meta(50, dtype=torch.int32), 50,
+                         E=8, BLOCK_T=64)
+    for dtype in (torch.int64, torch.float16, torch.int8):
+        cumsum_2d_kernel.compile(_meta(16, 32, dtype=dtype), _meta(16, 32, dtype=torch.int32 if dtype == torch.int8 else dtype),
+                                 16, 32, 32, 1, BLOCK_M=16, BLOCK_N=32, AXIS=1, REVERSE=False, PROD=False)
