@@ -10,6 +10,8 @@ the op's region, with the scalars as its arguments.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 
 from ..dialects.combine_ops import MAX_OPERANDS, combine_block, combine_yield, reduce_region, scan
@@ -113,10 +115,7 @@ def _reduce(input, axis, combine, keep_dims, what: str):
     tiles, is_tuple = _inputs(input, what)
     shape = tiles[0].shape
     if axis is None:  # (as Triton: every dim at once, the tiles raveled)
-        n = 1
-        for d in shape:
-            n *= d
-        values, axis_ = [tile_ops.reshape(t.value, [n]) if len(shape) > 1 else t.value for t in tiles], 0
+        values, axis_ = [tile_ops.reshape(t.value, [math.prod(shape)]) if len(shape) > 1 else t.value for t in tiles], 0
     else:
         axis_ = _check_axis(tiles[0], axis, what)
         values = [t.value for t in tiles]
