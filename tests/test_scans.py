@@ -307,3 +307,87 @@ def test_combines_compile_for_the_gpu(target, gpu_target):
     for dtype in (torch.int64, torch.float16, torch.int8):
         cumsum_2d_kernel.compile(_meta(16, 32, dtype=dtype), _meta(16, 32, dtype=torch.int32 if dtype == torch.int8 else dtype),
                                  16, 32, 32, 1, BLOCK_M=16, BLOCK_N=32, AXIS=1, REVERSE=False, PROD=False)
+
+
+# Triton's spelling of the scans, run by Triton's interpreter and, after
+# `s/tl\./tile./; s/triton.jit/tile.kernel/`, by tile.
+TRITON_SOURCE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _recurrence(a1, b1, a2, b2):
+    return a2 * a1, a2 * b1 + b2
+
+
+@triton.jit
+def _first_max(v1, i1, v2, i2):
+    pick = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(pick, v1, v2), tl.where(pick, i1, i2)
+
+
+@triton.jit
+def scans_kernel(
+    x_ptr, g_ptr, out_ptr, idx_ptr,
+    M, N,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * N + rn[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    g = tl.load(g_ptr + offs, mask=mask, other=1.0)
+    tl.store(out_ptr + offs, tl.cumsum(x, axis=1, reverse=True).to(tl.float32), mask=mask)
+    out_ptr += M * N
+    _, h = tl.associative_scan((g, x.to(tl.float32)), 0, _recurrence)
+    tl.store(out_ptr + offs, h, mask=mask)
+    out_ptr += M * N
+    tl.store(out_ptr + offs, x.to(tl.float32).cumprod(0, reverse=True), mask=mask)
+    cols = tl.broadcast_to(rn[None, :], (BLOCK_M, BLOCK_N))
+    _, first = tl.reduce((tl.where(mask, x, -1000), cols), 1, _first_max)
+    tl.store(idx_ptr + rm, first, mask=rm < M)
+    tl.store(idx_ptr + M + rm, tl.xor_sum(x, axis=1), mask=rm < M)
+'''
+
+TRITON_SCRIPT = """
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+import triton_scans
+from test_scans import scans_inputs
+x, g, out, idx = scans_inputs()
+triton_scans.scans_kernel[(1,)](x, g, out, idx, 13, 27, BLOCK_M=16, BLOCK_N=32)
+torch.save((out, idx), sys.argv[2])
+"""
+
+
+def scans_inputs():
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randint(-3, 4, (13, 27), dtype=torch.int32, generator=gen)
+    g = torch.rand(13, 27, generator=gen) * 0.5 + 0.5
+    return x, g, torch.empty(3, 13, 27), torch.empty(2 * 13, dtype=torch.int32)
+
+
+def test_triton_source_matches_triton_interpreter(tmp_path):
+    """The same source, Triton's on its interpreter (a process of its own: TRITON_INTERPRET is
+    read when triton.language is imported) and tile's after the spelling change."""
+    pytest.importorskip("triton")
+    (tmp_path / "triton_scans.py").write_text(TRITON_SOURCE)
+    ported = re.sub(r"tl\.", "tile.", TRITON_SOURCE).replace("triton.jit", "tile.kernel")
+    (tmp_path / "tile_scans.py").write_text(ported.replace("import triton.language as tl", "import tile"))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import tile_scans
+    finally:
+        sys.path.remove(str(tmp_path))
+    x, g, out, idx = scans_inputs()
+    tile_scans.scans_kernel[(1,)](x, g, out, idx, 13, 27, BLOCK_M=16, BLOCK_N=32)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.path.dirname(__file__)}
+    run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, str(tmp_path), str(tmp_path / "theirs.pt")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    their_out, their_idx = torch.load(tmp_path / "theirs.pt")
+    torch.testing.assert_close(out, their_out, rtol=1e-5, atol=1e-5)
+    assert idx.tolist() == their_idx.tolist()
+    assert idx[:13].tolist() == x.argmax(1).tolist()  # (and both are right)
