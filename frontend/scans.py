@@ -18,7 +18,7 @@ from ..dialects.combine_ops import MAX_OPERANDS, combine_block, combine_yield, r
 from ..dialects import tile_ops
 from . import builtin_registry, semantics
 from .builtins import SemanticError, _dtype, _tile, emitter
-from .dtypes import int1, int32
+from .dtypes import int32
 from .reductions import _check_axis, _keep_dim
 from .values import Tile, describe
 
@@ -77,9 +77,9 @@ def _binary(op: str):
 def _scan(input, axis, combine, reverse, what: str):
     tiles, is_tuple = _inputs(input, what)
     axis = _check_axis(tiles[0], axis, what)
-    if not isinstance(reverse, bool):
+    if not isinstance(reverse, (bool, int)):
         raise SemanticError(f"{what}'s reverse must be a compile-time bool, got {describe(reverse)}")
-    op = scan([t.value for t in tiles], axis, reverse)
+    op = scan([t.value for t in tiles], axis, bool(reverse))
     _fill_region(op, tiles, combine, what)
     out = tuple(Tile(r) for r in op.results)
     return out if is_tuple else out[0]
@@ -96,7 +96,7 @@ def _accumulated(x, dtype, what: str) -> Tile:
     x = _tile(x, f"{what}'s input")
     if dtype is not None:
         return semantics.cast(x, _dtype(dtype))
-    if not x.dtype.is_float and x.dtype.bits < 32 and (x.dtype.signed or x.dtype == int1):
+    if not x.dtype.is_float and x.dtype.bits < 32 and x.dtype.signed:  # (bool too; uint8 is refused)
         return semantics.cast(x, int32)
     return x
 

@@ -203,6 +203,33 @@ def test_moe_token_counting():
     assert got.tolist() == want.tolist()
 
 
+@tile.kernel
+def running_cumsum_kernel(x_ptr, out_ptr, n, BLOCK: tile.constexpr):
+    """A row longer than the block, block by block, each block's cumsum offset by the total so
+    far (a chunked scan, as linear-attention kernels run them)."""
+    offs = tile.arange(0, BLOCK)
+    total = 0.0
+    for start in range(0, n, BLOCK):
+        mask = start + offs < n
+        x = tile.load(x_ptr + offs, mask=mask, other=0.0)
+        c = tile.cumsum(x, 0) + total
+        tile.store(out_ptr + offs, c, mask=mask)
+        total += tile.sum(x, 0)
+        x_ptr += BLOCK
+        out_ptr += BLOCK
+
+
+def run_running_cumsum(device, n, BLOCK):
+    x = torch.randn(n, generator=torch.Generator().manual_seed(n))
+    out = torch.empty(n, device=device)
+    running_cumsum_kernel[(1,)](x.to(device), out, n, BLOCK=BLOCK)
+    return out, torch.cumsum(x.double(), 0).float()
+
+
+def test_running_cumsum():
+    torch.testing.assert_close(*run_running_cumsum("cpu", 300, 64), rtol=1e-4, atol=1e-4)
+
+
 # The GPU half (benchmarks/language_on_device.py): name -> (runner, arguments after the device, tolerance)
 DEVICE_CASES = {
     "cumsum 1x1024": (run_cumsum, (torch.float32, 1, 1000, 1, 1024, 1, False), 1e-3),
@@ -218,6 +245,7 @@ DEVICE_CASES = {
     "argmax by reduce 64x1000": (run_argmax, (64, 1000, 2, 1024), 0),
     "whole-tile reduce, xor_sum, reduce_or, cumsum": (run_whole_tile, (1000, 1024), 0),
     "MoE token counting": (run_counting, (50, 8, 64), 0),
+    "cumsum block by block in a loop": (run_running_cumsum, (3000, 256), 1e-3),
 }
 
 

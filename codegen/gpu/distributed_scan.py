@@ -299,7 +299,9 @@ def op_tile_reduce_region(self, op):
     if scalar:
         targets = [i32(0)]
     else:
-        rdist = _distribution(self, results, "a reduction's result")
+        rdist = self.dist(results[0])  # (any layout: its registers are read back by their coordinates)
+        if any(self.dist(r) != rdist for r in results):
+            raise TileError("a reduction of tiles whose results take different layouts is not supported by the GPU codegen yet")
         out_shape = list(rdist.shape)
         coords = [elements(c, rdist.num_registers) for c in self.coords(rdist)]
         targets = [i32(0)] * rdist.num_registers
