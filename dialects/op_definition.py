@@ -61,8 +61,8 @@ class OpDef:
 
         def slot(name: str, kind: str) -> str:
             # A leading "*" marks the one variadic slot of an operand or result list (its values
-            # share one type: IRDL binds the slot's constraint to the first); "?" an optional
-            # slot (with several, the op carries operandSegmentSizes / resultSegmentSizes).
+            # share one type: IRDL binds the slot's constraint to the first), a "?" an optional
+            # one (several need the op's `operandSegmentSizes` / `resultSegmentSizes`).
             var = {"*": "variadic ", "?": "optional "}.get(kind[0], "")
             return f"{name}: {var}{constraint(kind.lstrip('*?'))}"
 
