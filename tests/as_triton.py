@@ -1,27 +1,23 @@
-"""A tile kernel's own source run as a Triton kernel by Triton's interpreter (CPU), spelled
-back (`@tile.jit` -> `@triton.jit`, `tile.` -> `tl.`): the reference a test compares the tile
-kernel against, from one source, as a Triton user's kernel would be ported. In a process of
-its own: TRITON_INTERPRET is read when triton.language is imported."""
+"""A tile kernel's own source run as a Triton kernel by Triton's interpreter (CPU), renamed
+back (`benchmarks/library_kernels_on_device.triton_twin`: `tile.` -> `tl.`): the reference a
+test compares the tile kernel against, from one source, as a Triton user's kernel would be
+ported. In a process of its own: TRITON_INTERPRET is read when triton.language is imported."""
 
 import os
 import subprocess
 import sys
 
 PRELUDE = '''
-import importlib, inspect, os, sys, tempfile
+import os, sys
 import numpy as np, torch, triton, triton.language as tl
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], os.path.join(os.path.dirname(sys.argv[1]), "benchmarks")]
+from library_kernels_on_device import triton_twin
 
 
 def as_triton(kernel):
     """The Triton kernel of a tile kernel's source."""
     name = kernel.fn.__name__
-    src = inspect.getsource(kernel.fn).replace("@tile.jit", "@triton.jit").replace("tile.", "tl.")
-    folder = tempfile.mkdtemp()
-    with open(os.path.join(folder, f"as_triton_{name}.py"), "w") as f:
-        f.write("import triton\\nimport triton.language as tl\\n\\n\\n" + src)
-    sys.path.insert(0, folder)
-    return getattr(importlib.import_module(f"as_triton_{name}"), name)
+    return getattr(triton_twin(sys.modules[kernel.fn.__module__], [name]), name)
 '''
 
 
