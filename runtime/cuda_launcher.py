@@ -105,11 +105,17 @@ class CudaLauncher:
                 slots[0][0].value = v
         get_stream, current = _stream_getters()
         stream = get_stream(device)
-        if current() == device:
-            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
-        else:
+        if current() != device:
             with cuda_driver.on_device(device):
                 fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
+            return
+        try:
+            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
+        except cuda_driver.CudaError as e:
+            if getattr(e, "code", None) != CUDA_ERROR_INVALID_CONTEXT:
+                raise
+            _adopt_primary(device)  # (a thread with no context current yet: see `_generate`)
+            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
 
     # ---- the generated per-specialization launch ----------------------------------
     def params_read(self) -> set[int] | None:
@@ -178,9 +184,12 @@ class CudaLauncher:
             body.append(f"_r = {launch}")
         else:
             body += ["if _get_device() == _d:", f"    _r = {launch}", "else:", "    with _on_device(_d):", f"        _r = {launch}"]
+        # A thread with no context current yet (torch's autograd workers run a backward there):
+        # the device's primary context made current on it, as the CUDA runtime does, and again.
+        body += [f"if _r == {CUDA_ERROR_INVALID_CONTEXT}:", "    _adopt(_d)", f"    _r = {launch}"]
         body += ["if _r:", "    _check(_r, _gx, _gy, _gz)"]
         cells = ["_launch", "_h", "_handles", "_handle", "_on_device", "_argv", "_get_stream", "_get_device", "_streams",
-                 "_stream_arg", "_check"]
+                 "_stream_arg", "_check", "_adopt"]
         cells += [f"_s{j}" for j in slots] + [f"_tma{j}" for j in maps]
         src = (f"def _make({', '.join(cells)}):\n"
                f"    def launch_{self.name}({', '.join(params)}):\n"
@@ -193,10 +202,18 @@ class CudaLauncher:
         get_stream, get_device = _stream_getters()
         launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), self._handles.get(device), self._handles,
                                     lambda d: self.function(d) and self._handles[d], cuda_driver.on_device, self._argv,
-                                    get_stream, get_device, _streams, _stream_arg, launch_failed,
+                                    get_stream, get_device, _streams, _stream_arg, launch_failed, _adopt_primary,
                                     *[self._slots[j] for j in slots], *[self._maps[j] for j in maps])
         launch.source = src
         return launch
+
+
+CUDA_ERROR_INVALID_CONTEXT = 201
+
+
+def _adopt_primary(ordinal: int) -> None:
+    """Device `ordinal`'s primary context (torch's) made current on this thread, which had none."""
+    cuda_driver.set_context(cuda_driver.primary_context(ordinal))
 
 
 MAX_GRID_YZ = 65535  # CUDA's limit on a grid's y and z (x: 2**31 - 1, which every grid keeps)

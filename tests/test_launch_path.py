@@ -397,3 +397,29 @@ def test_shared_memory_opt_in_counts_static(driver, static, opts_in):
     launcher.function()
     assert getattr(driver, "opted_in", None) == ((cuda_driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 48 * 1024)
                                                  if opts_in else None)
+
+
+@pytest.mark.parametrize("path", ["fast", "general"])
+def test_thread_without_a_context_adopts_the_primary_one(driver, monkeypatch, path):
+    """torch's autograd runs a backward on a worker thread where no context is current yet:
+    cuLaunchKernel says CUDA_ERROR_INVALID_CONTEXT, and the launch makes the device's primary
+    context current there, as the CUDA runtime would, and launches again."""
+    record = driver._record
+    state = {"context": None, "refused": 0}
+
+    def launch_needing_a_context(*args):
+        if state["context"] is None:
+            state["refused"] += 1
+            return cuda_launcher.CUDA_ERROR_INVALID_CONTEXT
+        return record(*args)
+
+    monkeypatch.setattr(driver, "_record", launch_needing_a_context)
+    monkeypatch.setattr(cuda_driver, "primary_context", lambda ordinal: 0xC0 + ordinal)
+    monkeypatch.setattr(cuda_driver, "set_context", lambda ctx: state.update(context=ctx))
+    add = tile.kernel(_add)
+    x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)
+    launch_it = add[(1,)] if path == "fast" else add._generic((1,))
+    launch_it(x, y, out, 64, BLOCK=64)
+    assert state == {"context": 0xC0, "refused": 1} and len(driver.launches) == 1
+    launch_it(x, y, out, 64, BLOCK=64)  # (the context stays current on this thread)
+    assert state["refused"] == 1 and len(driver.launches) == 2
