@@ -6,6 +6,7 @@ scalars), by the generated fast path and by the general one, and that a change o
 alignment, dtype, int specialization or argument kind picks the right specialization."""
 
 import ctypes
+import threading
 
 import pytest
 import torch
@@ -118,6 +119,7 @@ def driver(monkeypatch):
     monkeypatch.setattr(cuda_driver, "available", lambda: True)
     monkeypatch.setattr(cuda_driver, "Module", fake.module)
     monkeypatch.setattr(cuda_driver, "on_device", fake.on_device)
+    monkeypatch.setattr(cuda_driver, "current_context", lambda: 1)
     monkeypatch.setattr(cuda_launcher, "_getters", (lambda device: STREAM, lambda: 0))
     check_tensor = arguments.check_tensor
     monkeypatch.setattr(arguments, "check_tensor", lambda name, t, want_cuda: check_tensor(name, t, False))
@@ -399,11 +401,13 @@ def test_shared_memory_opt_in_counts_static(driver, static, opts_in):
                                                  if opts_in else None)
 
 
+@pytest.mark.parametrize("lost", [False, True])
 @pytest.mark.parametrize("path", ["fast", "general"])
-def test_thread_without_a_context_adopts_the_primary_one(driver, monkeypatch, path):
+def test_thread_without_a_context_adopts_the_primary_one(driver, monkeypatch, path, lost):
     """torch's autograd runs a backward on a worker thread where no context is current yet:
-    cuLaunchKernel says CUDA_ERROR_INVALID_CONTEXT, and the launch makes the device's primary
-    context current there, as the CUDA runtime would, and launches again."""
+    before its first launch there, the device's primary context is made current on it, as the
+    CUDA runtime would (so that cuLaunchKernel never fails with CUDA_ERROR_INVALID_CONTEXT,
+    which compute-sanitizer reports); a context gone later (`lost`) is adopted on that error."""
     record = driver._record
     state = {"context": None, "refused": 0}
 
@@ -414,12 +418,16 @@ def test_thread_without_a_context_adopts_the_primary_one(driver, monkeypatch, pa
         return record(*args)
 
     monkeypatch.setattr(driver, "_record", launch_needing_a_context)
+    monkeypatch.setattr(cuda_driver, "current_context", lambda: state["context"])
     monkeypatch.setattr(cuda_driver, "primary_context", lambda ordinal: 0xC0 + ordinal)
     monkeypatch.setattr(cuda_driver, "set_context", lambda ctx: state.update(context=ctx))
+    monkeypatch.setattr(cuda_launcher, "_thread", threading.local())  # (a new thread)
+    if lost:
+        cuda_launcher._thread.ready = True
     add = tile.kernel(_add)
     x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)
     launch_it = add[(1,)] if path == "fast" else add._generic((1,))
     launch_it(x, y, out, 64, BLOCK=64)
-    assert state == {"context": 0xC0, "refused": 1} and len(driver.launches) == 1
+    assert state == {"context": 0xC0, "refused": int(lost)} and len(driver.launches) == 1
     launch_it(x, y, out, 64, BLOCK=64)  # (the context stays current on this thread)
-    assert state["refused"] == 1 and len(driver.launches) == 2
+    assert state["refused"] == int(lost) and len(driver.launches) == 2
