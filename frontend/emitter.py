@@ -15,7 +15,7 @@ from mlir.dialects import func, scf
 
 from . import bounds_check, device_assert
 from . import (atomics, builtins, descriptors, dot_scaled, dots, grid_dependence, hints, math_functions,  # noqa: F401
-               memory_hints, python_builtins, random, reductions, shape_builtins)  # (they register their emitters)
+               memory_hints, python_builtins, random, reductions, shape_builtins, standard)  # (they register their emitters)
 from .builtin_registry import EMITTERS
 from .constexpr import unwrap
 from .control_flow import ControlFlow, Restart
