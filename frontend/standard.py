@@ -81,8 +81,8 @@ def _loop(lo, hi, x: Tile, body) -> Tile:
 
 def _merge(x: Tile, stage, flip_bit, descending: bool) -> Tile:
     """Triton's `_bitonic_merge_hypercube`: `stage` steps, pairs 2**(stage-1) apart first."""
-    return _loop(0, stage, x, lambda t, x: _compare_and_swap(x, semantics.binary("-", semantics.binary("-", stage, 1), t),
-                                                             flip_bit, descending))
+    last = stage - 1 if isinstance(stage, int) else semantics.binary("-", stage, 1)
+    return _loop(0, stage, x, lambda t, x: _compare_and_swap(x, semantics.binary("-", last, t), flip_bit, descending))
 
 
 def _to_key(x: Tile) -> tuple[Tile, object]:
@@ -192,9 +192,10 @@ def _histogram(x, num_bins, mask=None):
 
 
 def _row(t: Tile, r: int) -> Tile:
-    """Row r of a 2-D tile, as a 1-D tile."""
-    index = semantics.constant(r, int32, [1, t.shape[1]])
-    return EMITTERS["reshape"](Tile(tile_ops.gather(t.value, index.value, 0)), (t.shape[1],))
+    """Row r of a 2-D tile, as a 1-D tile: the sum of the rows, the others zeroed. (A `gather`
+    at a constant row is an internal error in the GPU codegen's registers path today.)"""
+    rows = EMITTERS["reshape"](Tile(tile_ops.arange(0, t.shape[0])), (t.shape[0], 1))
+    return EMITTERS["sum"](semantics.where(semantics.compare("==", rows, r), t, 0), 0)
 
 
 @emitter("cat")
