@@ -176,10 +176,10 @@ def _histogram(x, num_bins, mask=None):
             raise SemanticError(f"histogram's mask must be a bool tile, got {mask.dtype!r}")
         mask = semantics.broadcast_to(mask, [n])
         x = semantics.where(mask, x, -1)  # (no bin holds -1)
+    if n * bins > 64 * HISTOGRAM_STEP:
+        raise SemanticError(f"histogram of {n} elements into {bins} bins takes {n * bins} compares, past the "
+                            f"{64 * HISTOGRAM_STEP} of one program: use fewer elements per program")
     step = max(1, min(n, HISTOGRAM_STEP // bins))
-    if n // step > 64:
-        raise SemanticError(f"histogram of {n} elements into {bins} bins is too large for one tile: "
-                            f"at most {64 * HISTOGRAM_STEP} elements times bins")
     values = EMITTERS["reshape"](x, (n // step, step))
     edges = EMITTERS["reshape"](Tile(tile_ops.arange(0, bins)), (1, bins))
     counts = None

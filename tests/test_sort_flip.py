@@ -384,3 +384,15 @@ def test_bad_use_is_an_error_at_its_line(what, k, message):
     x = torch.zeros(32)
     err = _error(bad_sort_kernel, x, x, K=k, WHAT=what)
     assert message in str(err) and f"test_sort_flip.py:{line}:" in str(err), str(err)
+
+
+@tile.kernel
+def big_histogram_kernel(x_ptr, out_ptr, N: tile.constexpr, BINS: tile.constexpr):
+    counts = tile.histogram(tile.load(x_ptr + tile.arange(0, N)), BINS)
+    tile.store(out_ptr + tile.arange(0, BINS), counts)
+
+
+def test_histogram_past_one_programs_compares():
+    x = torch.zeros(4096, dtype=torch.int32)
+    err = _error(big_histogram_kernel, x, x, N=4096, BINS=512)
+    assert "takes 2097152 compares" in str(err) and "test_sort_flip.py:" in str(err)
