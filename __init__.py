@@ -28,7 +28,7 @@ if __package__:
     for _name in ("extra", "extra.libdevice", "extra.cuda", "extra.cuda.libdevice"):
         _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"{__name__}.frontend.{_name}"]
     from .frontend import math_language as math  # Triton's tl.math
-    from .runtime.autotune import Autotuner, Config, autotune
+    from .runtime.autotune import Autotuner, Config, Heuristics, autotune, heuristics
     from .runtime.kernel import Kernel, func, jit, kernel
 
     def _lazy(alias: str, target: str):
@@ -48,7 +48,7 @@ if __package__:
     from .runtime.profiling import profile  # tile.profile(kernel, grid, *args, bytes=, flops=, ncu=), .compare
 
 __all__ = [
-    "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
+    "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "heuristics", "Heuristics", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
     "int8", "int16", "int1", "uint8", "float8e4m3", "float8e5m2", "float8e4nv", "float8e5", "pointer_type", "TileError", "CompilationError", "LaunchError", "DeviceUnavailableError", "DeviceAssertionError",
     "TensorDescriptor", "Pipeline", "pipeline_edits", "SpillWarning", "WarpSpecializeWarning",
 ]

@@ -21,7 +21,7 @@ from mlir.dialects import arith
 from ..dialects import tile_ops
 from . import semantics
 from .builtins import EMITTERS, _describe, _pointer, _shape, _tile, emitter
-from .dtypes import int1, int32, int64
+from .dtypes import int1, int32, int64, pointer_type
 from .errors import TileError
 from .pointer_arrays import tma_aligned
 from .semantics import SemanticError
@@ -175,6 +175,13 @@ class BlockPointer(Aggregate):
 
     def carried(self):
         return [o.value for o in self.offsets]
+
+    def attribute(self, name: str):
+        if name == "dtype":  # (Triton's `p.dtype.element_ty`, as a store's cast spells the element type)
+            return pointer_type(self.base.base.dtype)
+        if name in ("shape", "strides", "block_shape", "order"):
+            return tuple(getattr(self, name))
+        raise AttributeError(name)
 
     def rebuilt(self, values):
         return BlockPointer(self.base, self.shape, self.strides, [Tile(v) for v in values], self.block_shape, self.order)

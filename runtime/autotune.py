@@ -451,3 +451,58 @@ def autotune(configs: list[Config], key: list[str], prune_configs_by: dict | Non
                          warmup, rep, use_cuda_graph, do_bench, cache_results, workers)
 
     return wrap
+
+
+class Heuristics:
+    """`triton.heuristics`: launch parameters computed from the other arguments. Each entry of
+    `values` maps a parameter (a constexpr, or a launch option as `num_warps`) to a function of
+    the dict of the launch's arguments (and of the parameters earlier entries set); its result
+    is passed to the kernel, or to the autotuner, it decorates. Everything else is the wrapped
+    kernel's, so an autotuner above it sees its parameters."""
+
+    def __init__(self, kernel, values: dict):
+        if not isinstance(values, dict) or not all(callable(f) for f in values.values()):
+            raise TileError("tile.heuristics takes a dict of parameter name -> function of the arguments' dict")
+        inner = kernel.kernel if isinstance(kernel, Autotuner) else kernel
+        names = [p.name for p in inner.params]
+        unknown = [k for k in values if k not in names and k not in DEFAULT_OPTIONS]
+        if unknown:
+            raise TileError(f"heuristics name unknown parameter(s) {unknown} of {inner.name}")
+        self.kernel, self.values, self.arg_names, self.name = kernel, dict(values), names, inner.name
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __getitem__(self, grid):
+        return generic_launch(self.run, grid)
+
+    def with_values(self, args, kwargs) -> dict:
+        """kwargs with each heuristic's value set. As in Triton, one the launch passes by keyword
+        is seen by the heuristics and replaced by its value (`{"FLAG": lambda a: bool(a["FLAG"])}`);
+        passed by position it would be passed twice."""
+        given = sorted(set(self.values) & set(self.arg_names[: len(args)]))
+        if given:
+            raise LaunchError(f"{self.name}: {', '.join(given)} set by tile.heuristics cannot also be "
+                              "passed by position")
+        kwargs = dict(kwargs)
+        for name, fn in self.values.items():
+            kwargs[name] = fn({**dict(zip(self.arg_names, args)), **kwargs})
+        return kwargs
+
+    def run(self, grid, args, kwargs):
+        return self.kernel[grid](*args, **self.with_values(args, kwargs))
+
+    def compiled(self, args, kwargs, target: str | None = None, build: bool = True):
+        return self.kernel.compiled(args, self.with_values(args, kwargs), target, build)
+
+    def compile(self, *args, target: str | None = None, **kwargs):
+        return self.compiled(args, kwargs, target)
+
+
+def heuristics(values: dict):
+    """Decorator over a `@tile.kernel` (or an autotuner), as `triton.heuristics`: see `Heuristics`."""
+
+    def wrap(kernel):
+        return Heuristics(kernel, values)
+
+    return wrap

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ..frontend.errors import LaunchError
 from . import testing
-from .autotune import Autotuner
+from .autotune import Autotuner, Heuristics
 from .kernel import Kernel
 
 # ncu's raw metrics a profile returns, by the name it gives them (base units: bytes, seconds, %)
@@ -83,7 +83,9 @@ class Profile:
 
 def _inner_kernel(kernel, args, meta):
     """(the plain Kernel, its launch keywords): an autotuner's at the config it chose for these
-    arguments (it must have launched with them)."""
+    arguments (it must have launched with them); heuristics' values added."""
+    if isinstance(kernel, Heuristics):
+        return _inner_kernel(kernel.kernel, args, kernel.with_values(args, meta))
     if isinstance(kernel, Autotuner):
         config = kernel.best_config(*args, **meta)
         if config is None:
@@ -109,8 +111,8 @@ class _Profiler:
             return testing.profile(kernel, *args, **meta)
         if not args:
             raise LaunchError("tile.profile(kernel, grid, *args, ...): the grid is missing")
-        if not isinstance(kernel, (Kernel, Autotuner)):
-            raise LaunchError(f"tile.profile: {kernel!r} is not a tile kernel (a @tile.kernel or @tile.autotune object)")
+        if not isinstance(kernel, (Kernel, Autotuner, Heuristics)):
+            raise LaunchError(f"tile.profile: {kernel!r} is not a tile kernel (a @tile.kernel, @tile.autotune or @tile.heuristics object)")
         grid, args = args[0], args[1:]
         device = next((a.device for a in args if hasattr(a, "device") and hasattr(a, "data_ptr")), None)
 

@@ -555,3 +555,69 @@ def test_tutorial_06_descriptor_attention_cpu_and_sm90a(gpu_target, carried):
     ptx = launcher.asm["ptx"]
     assert "wgmma.mma_async" in ptx and launcher.metadata["ptxas"]["spill_stores"] == 0
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier" in ptx
+
+
+@tile.jit
+def _chunk_linear_attn_fwd(
+    q, k, v, o,
+    s_qk_h, s_qk_t, s_qk_d,
+    s_vo_h, s_vo_t, s_vo_d,
+    scale,
+    T: tile.constexpr,
+    K: tile.constexpr,
+    V: tile.constexpr,
+    BT: tile.constexpr,
+    BK: tile.constexpr,
+    BV: tile.constexpr,
+):
+    """Causal linear attention by chunks, as flash-linear-attention writes it: block pointers
+    made in the loop (K's transposed through order=(0, 1)), the state carried in registers, and
+    the store's cast spelled `p_o.dtype.element_ty`."""
+    i_v, i_bh = tile.program_id(0), tile.program_id(1)
+    o_i = tile.arange(0, BT)
+    m_s = o_i[:, None] >= o_i[None, :]
+    b_h = tile.zeros([BK, BV], dtype=tile.float32)
+    for i_t in range(0, tile.cdiv(T, BT)):
+        p_q = tile.make_block_ptr(q + i_bh * s_qk_h, (T, K), (s_qk_t, s_qk_d), (i_t * BT, 0), (BT, BK), (1, 0))
+        p_k = tile.make_block_ptr(k + i_bh * s_qk_h, (K, T), (s_qk_d, s_qk_t), (0, i_t * BT), (BK, BT), (0, 1))
+        p_v = tile.make_block_ptr(v + i_bh * s_vo_h, (T, V), (s_vo_t, s_vo_d), (i_t * BT, i_v * BV), (BT, BV), (1, 0))
+        p_o = tile.make_block_ptr(o + i_bh * s_vo_h, (T, V), (s_vo_t, s_vo_d), (i_t * BT, i_v * BV), (BT, BV), (1, 0))
+        b_q = tile.load(p_q, boundary_check=(0, 1))
+        b_q = (b_q * scale).to(b_q.dtype)
+        b_k = tile.load(p_k, boundary_check=(0, 1))
+        b_v = tile.load(p_v, boundary_check=(0, 1))
+        b_s = tile.dot(b_q, b_k, allow_tf32=False)
+        b_s = tile.where(m_s, b_s, 0)
+        b_o = tile.dot(b_s.to(b_q.dtype), b_v, allow_tf32=False)
+        b_o += tile.dot(b_q, b_h.to(b_q.dtype), allow_tf32=False)
+        b_h += tile.dot(b_k, b_v, allow_tf32=False)
+        tile.store(p_o, b_o.to(p_o.dtype.element_ty), boundary_check=(0, 1))
+
+
+def _chunk_linear_attn(q, k, v, BT=32, BV=32):
+    B, H, T, K = q.shape
+    V = v.shape[-1]
+    o = torch.empty_like(v)
+    _chunk_linear_attn_fwd[(tile.cdiv(V, BV), B * H)](
+        q, k, v, o,
+        q.stride(1), q.stride(2), q.stride(3),
+        v.stride(1), v.stride(2), v.stride(3),
+        K ** -0.5,
+        T=T, K=K, V=V, BT=BT, BK=K, BV=BV,
+        num_warps=4,
+    )
+    return o
+
+
+def test_linear_attention_block_pointers_cpu_and_sm90a(gpu_target):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 100, 64, dtype=torch.float16) for _ in range(3))
+    o = _chunk_linear_attn(q, k / 8, v)
+    s = ((q.float() * 64 ** -0.5) @ (k.float() / 8).transpose(-1, -2)).tril()
+    torch.testing.assert_close(o.float(), s @ v.float(), rtol=2e-2, atol=2e-2)
+    gpu_target("sm_90a")
+    meta = [torch.empty_like(t, device="meta") for t in (q, k, v)]
+    launcher = _chunk_linear_attn_fwd.compile(*meta, meta[2], 3 * 100 * 64, 64, 1, 3 * 100 * 64, 64, 1, 0.125,
+                                              T=100, K=64, V=64, BT=32, BK=64, BV=32, num_warps=4)
+    assert launcher.metadata["ptxas"]["spill_stores"] == 0
+    assert "mma" in launcher.asm["ptx"]
