@@ -40,7 +40,7 @@ def sort_rows_kernel(
 
 @tile.kernel
 def sort_tile_kernel(x_ptr, out_ptr, ROWS: tile.constexpr, COLS: tile.constexpr, DESCENDING: tile.constexpr):
-    """A whole 2-D tile sorted along its last dim (dim=-1, as written in Triton)."""
+    """A whole 2-D tile sorted along its last dim (dim=-1: Triton 3.9 takes only 1 or None)."""
     offs = tile.arange(0, ROWS)[:, None] * COLS + tile.arange(0, COLS)[None, :]
     x = tile.load(x_ptr + offs)
     tile.store(out_ptr + offs, tile.sort(x, dim=-1, descending=DESCENDING))
@@ -280,7 +280,7 @@ def test_softmax_and_propagate_nan():
 TRITON_SCRIPT = """
 import sys, torch, triton, triton.language as tl
 sys.path.insert(0, sys.argv[1])
-from test_sort_flip import swizzle_kernel, topk_kernel, flip_kernel
+from test_sort_flip import swizzle_kernel, topk_kernel, sort_tile_kernel
 
 @triton.jit
 def triton_swizzle(out_ptr, size_i, size_j, GROUP: tl.constexpr):
@@ -297,6 +297,11 @@ def triton_topk(logits_ptr, out_ptr, vocab, stride_row, K: tl.constexpr, LARGEST
     logits = tl.load(logits_ptr + row * stride_row + cols, mask=cols < vocab, other=fill)
     tl.store(out_ptr + row * K + tl.arange(0, K), tl.topk(logits, K, descending=LARGEST))
 
+@triton.jit
+def triton_sort(x_ptr, out_ptr, ROWS: tl.constexpr, COLS: tl.constexpr, DESCENDING: tl.constexpr):
+    offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
+    tl.store(out_ptr + offs, tl.sort(tl.load(x_ptr + offs), descending=DESCENDING))
+
 ours, theirs = torch.empty(7 * 5, dtype=torch.int32), torch.empty(7 * 5, dtype=torch.int32)
 swizzle_kernel[(7, 5)](ours, 7, 5, GROUP=3)
 triton_swizzle[(7, 5)](theirs, 7, 5, GROUP=3)
@@ -307,12 +312,19 @@ ours, theirs = torch.empty(2, 4), torch.empty(2, 4)
 topk_kernel[(2,)](x, ours, 100, 100, K=4, LARGEST=False, BLOCK_V=128)
 triton_topk[(2,)](x, theirs, 100, 100, K=4, LARGEST=False, BLOCK_V=128)
 assert torch.equal(ours, theirs), (ours, theirs)
+x = torch.randn(4, 16)
+x[0, 2], x[1, 9], x[1, 3], x[2, 5] = float("nan"), float("nan"), float("inf"), -0.0  # (an order of its own)
+ours, theirs = torch.empty_like(x), torch.empty_like(x)
+sort_tile_kernel[(1,)](x, ours, ROWS=4, COLS=16, DESCENDING=True)
+triton_sort[(1,)](x, theirs, ROWS=4, COLS=16, DESCENDING=True)
+assert torch.equal(ours.view(torch.int32), theirs.view(torch.int32)), (ours, theirs)
 print("same")
 """
 
 
 def test_same_as_tritons_interpreter():
-    """swizzle2d and topk against Triton's own, run by its interpreter (a process of its own)."""
+    """swizzle2d, topk and sort (NaNs too, bit for bit: the same network) against Triton's own,
+    run by its interpreter (a process of its own)."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, os.path.dirname(__file__)], env=env,
