@@ -450,6 +450,11 @@ def topk(x, k, dim=None, descending=True):
 
 
 @_builtin
+def bitonic_merge(x, dim=None, descending=False):
+    """x's last dim, a bitonic sequence (rising then falling, or the reverse), sorted."""
+
+
+@_builtin
 def flip(x, dim=None):
     """x reversed along `dim` (default the last)."""
 

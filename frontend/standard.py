@@ -2,7 +2,7 @@
 from `core.py`, composed of the tile ops the language already has, so that both targets run
 them with no lowering of their own:
 
-- `sort`, `topk`: Triton's bitonic network along the last dim, its steps a run-time loop
+- `sort`, `topk`, `bitonic_merge`: Triton's bitonic network along the last dim, its steps a run-time loop
   (`scf.for`) of one compare-and-swap: each element's partner read by a `gather` (on a GPU,
   through shared memory), then Triton's `where`.
 - `flip`: one `gather` at the reversed index along the dim.
@@ -137,6 +137,18 @@ def _sort_emitter(x, dim=None, descending=False):
 def _topk(x, k, dim=None, descending=True):
     """Triton's `tl.topk`: the k largest (smallest with descending=False) of the last dim, in order."""
     return _sort(x, k, dim, descending, "topk")
+
+
+@emitter("bitonic_merge")
+def _bitonic_merge(x, dim=None, descending=False):
+    """Triton's `tl.bitonic_merge`: x's last dim, a bitonic sequence (one that rises then falls,
+    or falls then rises), sorted by the network's last merge alone."""
+    x = _operand(x, "bitonic_merge")
+    _last_dim(x, dim, "bitonic_merge")
+    descending = _bool(descending, "bitonic_merge's descending")
+    x, back = _to_key(x)
+    log_n = x.shape[-1].bit_length() - 1
+    return back(_merge(x, log_n, log_n, descending) if log_n else x)
 
 
 @emitter("flip")

@@ -148,6 +148,23 @@ def test_topk_of_one_and_of_all():
 
 
 @tile.kernel
+def bitonic_merge_kernel(x_ptr, out_ptr, N: tile.constexpr, DESCENDING: tile.constexpr):
+    """The two sorted halves of a row (the second reversed: a bitonic sequence) merged."""
+    offs = tile.arange(0, N // 2)
+    lo = tile.sort(tile.load(x_ptr + offs))
+    hi = tile.sort(tile.load(x_ptr + N // 2 + offs), descending=True)
+    tile.store(out_ptr + tile.arange(0, N), tile.bitonic_merge(tile.cat(lo, hi), descending=DESCENDING))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_bitonic_merge(descending):
+    x = torch.randint(-50, 50, (64,), dtype=torch.int16)
+    out = torch.empty_like(x)
+    bitonic_merge_kernel[(1,)](x, out, N=64, DESCENDING=descending)
+    assert torch.equal(out, torch.sort(x, descending=descending).values)
+
+
+@tile.kernel
 def flip_kernel(x_ptr, out_ptr, M: tile.constexpr, N: tile.constexpr, DIM: tile.constexpr):
     offs = tile.arange(0, M)[:, None] * N + tile.arange(0, N)[None, :]
     x = tile.load(x_ptr + offs)
@@ -341,6 +358,7 @@ def test_compiles_for_the_gpu(target, gpu_target):
     assert ".local" not in ptx
     ptx = topk_kernel.compile(m(3, 200), m(3, 8), 200, 200, K=8, LARGEST=True, BLOCK_V=256).asm["ptx"]
     assert ".local" not in ptx and "max.NaN.f32" in ptx  # (the top-k halving steps)
+    bitonic_merge_kernel.compile(m(64, dtype=torch.int16), m(64, dtype=torch.int16), N=64, DESCENDING=True)
     flip_kernel.compile(m(4, 8, dtype=torch.int32), m(4, 8, dtype=torch.int32), M=4, N=8, DIM=0)
     ids = m(1000, dtype=torch.int32)
     ptx = expert_counts_kernel.compile(ids, m(16, dtype=torch.int32), 1000, BLOCK_T=256).asm["ptx"]
