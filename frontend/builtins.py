@@ -339,7 +339,8 @@ def tensor_method(arg: TensorArg, name: str):
 
 
 TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin", "ravel",
-                "expand_dims", "split", "join", "interleave", "flip", "softmax", "histogram", "view")
+                "expand_dims", "split", "join", "interleave", "cumsum", "cumprod", "associative_scan", "reduce",
+                "xor_sum", "reduce_or", "flip", "softmax", "histogram", "view")
 
 
 def tile_method(t: Tile, name: str):

@@ -86,7 +86,7 @@ KERNEL_BUILTINS = {
 }
 
 # Triton's names not in the language yet: an error at the line that says so.
-NOT_YET = ("cumsum", "cumprod", "associative_scan", "reduce", "inline_asm_elementwise", "uint16", "uint32", "uint64")
+NOT_YET = ("inline_asm_elementwise", "uint16", "uint32", "uint64")
 
 
 def not_yet(name: str) -> str | None:

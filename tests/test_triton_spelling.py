@@ -211,16 +211,14 @@ def _scans():
     return {"cumsum": cumsum}
 
 
-@pytest.mark.parametrize("name", ["cumsum"])
-def test_not_yet_names(name):
-    if hasattr(tile, name):
-        pytest.skip(f"tile.{name} is in the language now")
-    with pytest.raises(tile.CompilationError, match=rf"tile.{name} \(Triton's tl.{name}\) is not in the language yet"):
-        _scans()[name][(1,)](torch.ones(4))
+def test_cumsum_as_triton_spells_it():
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    _scans()["cumsum"][(1,)](x)
+    assert x.tolist() == [1.0, 3.0, 6.0, 10.0]
 
 
 def test_sort_and_flip_as_triton_writes_them():
-    """Once in `_scans` above as names not in the language yet (tests/test_sort_flip.py has the rest)."""
+    """Once names not in the language yet (tests/test_sort_flip.py has the rest)."""
     @tile.kernel
     def sort_flip(x, y):
         offs = tile.arange(0, 4)
