@@ -16,6 +16,7 @@ from ..dialects import tile_ops
 from . import bounds_check, dtypes, memory_hints, semantics, unsigned
 from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
 from .dtypes import bfloat16, float16, float32, int1, int32
+from .language import PropagateNan
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
 from .values import describe as _describe
@@ -215,8 +216,6 @@ def _abs(x):
 
 def _propagate_nan(option) -> bool:
     """Whether `propagate_nan=` (None: tile's default, as torch) lets a NaN win."""
-    from .language import PropagateNan
-
     if option is None:
         return True
     if isinstance(option, bool) or option not in tuple(PropagateNan):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins as py
 import functools
 
-
 from . import descriptors, language, semantics
 from .builtins import EMITTERS
 from .constexpr import constexpr, unwrap
