@@ -17,6 +17,7 @@ from . import bounds_check, dtypes, memory_hints, semantics, unsigned
 from .type_names import UnsupportedDtype
 from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
 from .dtypes import bfloat16, float16, float32, int1, int32
+from .language import PropagateNan
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
 from .values import describe as _describe
@@ -216,14 +217,23 @@ def _abs(x):
     return semantics.absolute(_tile(x, "abs's operand"))
 
 
+def _propagate_nan(option) -> bool:
+    """Whether `propagate_nan=` (None: tile's default, as torch) lets a NaN win."""
+    if option is None:
+        return True
+    if isinstance(option, bool) or option not in tuple(PropagateNan):
+        raise SemanticError(f"propagate_nan must be tile.PropagateNan.NONE or .ALL, got {_describe(option)}")
+    return option == PropagateNan.ALL
+
+
 @emitter("maximum")
-def _maximum(x, y):
-    return semantics.extremum("max", x, y, "maximum's operand")
+def _maximum(x, y, propagate_nan=None):
+    return semantics.extremum("max", x, y, "maximum's operand", _propagate_nan(propagate_nan))
 
 
 @emitter("minimum")
-def _minimum(x, y):
-    return semantics.extremum("min", x, y, "minimum's operand")
+def _minimum(x, y, propagate_nan=None):
+    return semantics.extremum("min", x, y, "minimum's operand", _propagate_nan(propagate_nan))
 
 
 @emitter("static_assert")
@@ -252,9 +262,11 @@ def _static_print(*values):
 
 
 @emitter("clamp")
-def _clamp(x, min, max):
-    """min(max(x, lo), hi): NaN in x stays NaN (Triton's `tl.clamp`)."""
-    return semantics.extremum("min", semantics.extremum("max", x, min, "clamp's operand"), max, "clamp's operand")
+def _clamp(x, min, max, propagate_nan=None):
+    """min(max(x, lo), hi): NaN in x stays NaN (Triton's `tl.clamp`), or with
+    PropagateNan.NONE gives lo."""
+    nan = _propagate_nan(propagate_nan)
+    return semantics.extremum("min", semantics.extremum("max", x, min, "clamp's operand", nan), max, "clamp's operand", nan)
 
 
 @emitter("fma")
@@ -330,7 +342,7 @@ def tensor_method(arg: TensorArg, name: str):
 
 TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin", "ravel",
                 "expand_dims", "split", "join", "interleave", "cumsum", "cumprod", "associative_scan", "reduce",
-                "xor_sum", "reduce_or")
+                "xor_sum", "reduce_or", "flip", "softmax", "histogram", "view")
 
 
 def tile_method(t: Tile, name: str):

@@ -18,7 +18,7 @@ from lark import Token, Tree
 from . import dtypes, semantics
 from .builtins import EMITTERS, tensor_method, tile_method
 from .constexpr import unwrap
-from .python_builtins import KERNEL_BUILTINS, KernelBuiltin, not_yet
+from .python_builtins import KERNEL_BUILTINS, KernelBuiltin
 from .errors import CompilationError, TileError
 from .values import Aggregate, Pointer, TensorArg, Tile
 
@@ -277,8 +277,6 @@ class Expressions:
         try:
             return unwrap(getattr(obj, name))
         except AttributeError:
-            if getattr(obj, "__name__", None) == "tile" and not_yet(name):  # (tile.cumsum: Triton's, not ours yet)
-                raise self.error(node, not_yet(name)) from None
             raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
 
     def expr_getitem(self, node):

@@ -13,6 +13,20 @@ from .dtypes import (bfloat16, float8e4m3, float8e4nv, float8e5, float8e5m2, flo
 from .constexpr import constexpr  # noqa: F401
 from .errors import TileError
 
+import enum as _enum
+
+# The most elements a tile may hold in Triton (`tl.TRITON_MAX_TENSOR_NUMEL`), for kernels that
+# size their blocks by it.
+TRITON_MAX_TENSOR_NUMEL = 1048576
+
+
+class PropagateNan(_enum.IntEnum):
+    """Triton's `tl.PropagateNan`, the `propagate_nan=` of `maximum`, `minimum` and `clamp`:
+    NONE, a NaN loses to a number (`maxnumf`); ALL, a NaN wins (`maximumf`)."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
 
 def _builtin(fn):
     def stub(*args, **kwargs):
@@ -276,8 +290,9 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
 
 
 @_builtin
-def clamp(x, min, max):
-    """minimum(maximum(x, min), max); a NaN in x stays NaN."""
+def clamp(x, min, max, propagate_nan=None):
+    """minimum(maximum(x, min), max); a NaN in x stays NaN (with `propagate_nan=PropagateNan.NONE`
+    it gives min)."""
 
 
 @_builtin
@@ -376,13 +391,14 @@ def tanh(x):
 
 
 @_builtin
-def maximum(x, y):
-    """Elementwise maximum (NaN-propagating, like torch)."""
+def maximum(x, y, propagate_nan=None):
+    """Elementwise maximum: NaN-propagating, like torch, unless `propagate_nan=PropagateNan.NONE`
+    (a NaN then loses to a number; Triton's default)."""
 
 
 @_builtin
-def minimum(x, y):
-    """Elementwise minimum (NaN-propagating, like torch)."""
+def minimum(x, y, propagate_nan=None):
+    """Elementwise minimum: NaN-propagating, like torch, unless `propagate_nan=PropagateNan.NONE`."""
 
 
 @_builtin
@@ -507,6 +523,71 @@ def max_constancy(x, values):
 @_builtin
 def assume(cond):
     """A boolean the compiler may take to hold (accepted; not used yet)."""
+
+
+@_builtin
+def sort(x, dim=None, descending=False):
+    """x sorted along its last dim (`dim` None or the last), ascending or descending: Triton's
+    bitonic network. Pad a masked load with `other=float("inf")` (or `-inf` descending) so
+    that the padding sorts last."""
+
+
+@_builtin
+def topk(x, k, dim=None, descending=True):
+    """The k largest (descending=False: smallest) elements of x's last dim, in order; k is a
+    power of two."""
+
+
+@_builtin
+def bitonic_merge(x, dim=None, descending=False):
+    """x's last dim, a bitonic sequence (rising then falling, or the reverse), sorted."""
+
+
+@_builtin
+def flip(x, dim=None):
+    """x reversed along `dim` (default the last)."""
+
+
+@_builtin
+def histogram(input, num_bins, mask=None):
+    """int32 counts of the values 0 .. num_bins - 1 in a 1-D int32 tile (values elsewhere, and
+    where `mask` is false, are not counted); exact however many elements share a bin."""
+
+
+@_builtin
+def cat(input, other, can_reorder=False, dim=0):
+    """Two tiles of one shape one after the other along `dim` (default 0)."""
+
+
+@_builtin
+def broadcast(input, other):
+    """Both operands broadcast to their common shape (a pair)."""
+
+
+@_builtin
+def view(input, *shape):
+    """Triton's deprecated `view`: `reshape` (here the order is kept)."""
+
+
+@_builtin
+def squeeze(x, dim):
+    """x without its dim `dim`, which has size 1."""
+
+
+@_builtin
+def unsqueeze(x, dim):
+    """x with a dim of size 1 inserted at `dim` (as `expand_dims`)."""
+
+
+@_builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """(i, j) of a row-major size_i x size_j grid renumbered column-major in groups of size_g
+    rows: the grouped program order of Triton's matmul tutorial."""
+
+
+@_builtin
+def softmax(x, dim=None, keep_dims=None, ieee_rounding=False):
+    """exp(x - max) / sum along `dim` (default 0, as Triton's: not torch's last dim)."""
 
 
 def cdiv(a, b):

@@ -14,8 +14,6 @@ from __future__ import annotations
 import builtins as py
 import functools
 
-from mlir.dialects import arith
-
 from . import descriptors, language, semantics
 from .builtins import EMITTERS
 from .constexpr import constexpr, unwrap
@@ -40,15 +38,6 @@ def _runtime(v) -> bool:
     return isinstance(v, (Tile, Pointer, TensorArg))
 
 
-def _extremum_num(kind: str, a, b) -> Tile:
-    """Elementwise min/max where a NaN loses to a number (`arith.minnumf`), as Triton's
-    builtin min/max (`PropagateNan.NONE`); ints as `tile.minimum`."""
-    a, b = semantics.operands(a, b, f"{kind}()'s operand")
-    if not a.dtype.is_float:
-        return semantics.extremum(kind, a, b)
-    return Tile((arith.maxnumf if kind == "max" else arith.minnumf)(a.value, b.value))
-
-
 def _min_max(kind: str):
     host = py.min if kind == "min" else py.max
 
@@ -63,7 +52,8 @@ def _min_max(kind: str):
         for a in args:
             if isinstance(a, (Pointer, TensorArg)):
                 raise SemanticError(f"{kind}() takes numbers, scalars and tiles, not pointers")
-        return functools.reduce(lambda x, y: _extremum_num(kind, x, y), args)
+        # (a NaN loses to a number, `minnumf`: Triton's builtin min/max, PropagateNan.NONE)
+        return functools.reduce(lambda x, y: semantics.extremum(kind, x, y, f"{kind}()'s operand", False), args)
 
     return emit
 
@@ -93,14 +83,4 @@ KERNEL_BUILTINS = {
     "isinstance": KernelBuiltin("isinstance", py.isinstance, _isinstance),
     "print": KernelBuiltin("print", py.print, _print),
 }
-
-# Triton's names not in the language yet: an error at the line that says so.
-NOT_YET = ("sort", "flip", "histogram", "topk")
-
-
-def not_yet(name: str) -> str | None:
-    """The error for a Triton name the language lacks, or None."""
-    if name in NOT_YET:
-        return f"tile.{name} (Triton's tl.{name}) is not in the language yet"
-    return None
 

@@ -452,8 +452,12 @@ def absolute(x: Tile) -> Tile:
     return Tile(math.absf(x.value) if x.dtype.is_float else math.absi(x.value))
 
 
-def extremum(kind: str, a, b, what: str = "an operand") -> Tile:
+def extremum(kind: str, a, b, what: str = "an operand", propagate_nan: bool = True) -> Tile:
+    """Elementwise max or min; of floats, a NaN wins (`maximumf`) or, without propagate_nan,
+    loses to a number (`maxnumf`)."""
     a, b = operands(a, b, what)
+    if a.dtype.is_float and not propagate_nan:
+        return Tile((arith.maxnumf if kind == "max" else arith.minnumf)(a.value, b.value))
     if a.dtype.is_float:
         return Tile((arith.maximumf if kind == "max" else arith.minimumf)(a.value, b.value))
     if a.dtype.is_int_unsigned():  # (unsigned ints, bools: as the comparisons)
