@@ -16,7 +16,7 @@ from ..dialects import tile_ops
 from . import bounds_check, dtypes, memory_hints, semantics, unsigned
 from .type_names import UnsupportedDtype
 from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
-from .dtypes import bfloat16, float16, float32, int1, int32
+from .dtypes import int1, int32
 from .language import PropagateNan
 from .semantics import SemanticError, constant
 from .values import Pointer, TensorArg, Tile
