@@ -259,7 +259,8 @@ class Expressions:
 
     def expr_getattr(self, node):
         obj, name = self.expr(node.children[0]), _name(node.children[1])
-        if isinstance(obj, (TensorArg, Pointer)) and name == "dtype":  # (Triton's `x_ptr.dtype.element_ty`)
+        if isinstance(obj, (TensorArg, Pointer)) and name == "dtype" or isinstance(obj, TensorArg) and name == "type":
+            # (Triton's `x_ptr.dtype.element_ty`; `c_ptr.type.element_ty`, a scalar pointer's type, as vLLM writes)
             return dtypes.pointer_type((obj if isinstance(obj, TensorArg) else obj.base).dtype)
         if isinstance(obj, TensorArg):
             return tensor_method(obj, name)
@@ -283,8 +284,14 @@ class Expressions:
         if not is_runtime(obj):
             keys = [self.expr(i) for i in items]
             return obj[keys[0] if len(keys) == 1 else tuple(keys)]
+        if isinstance(obj, Pointer) and isinstance(obj.offsets, Tile):  # a tile of pointers (vLLM's `ptrs[:, None]`)
+            return Pointer(obj.base, self.index_tile(node, obj.offsets, items))
         if not isinstance(obj, Tile):
             raise self.error(node, "only tiles can be indexed, with `:` and `None` (as in x[:, None])")
+        return self.index_tile(node, obj, items)
+
+    def index_tile(self, node, obj: Tile, items):
+        """`obj[items]`, items `:` and `None` (a reshape that adds dims of 1)."""
         shape, dims = [], iter(obj.shape)
         for item in items:
             if isinstance(item, Tree) and item.data == "slice" and all(c is None for c in item.children):
