@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..dialects import tile_ops
 from . import dtypes, semantics
+from .batched_dot import batched_dot
 from .builtins import _tile, emitter
 from .dtypes import bfloat16, float16, float32, int8, int32
 from .semantics import SemanticError, constant
@@ -32,6 +33,9 @@ MIN_K_8BIT = 32  # (Triton's `min_dot_size` for 8-bit operands on NVIDIA; one k3
 def _dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
     """Triton's `tl.dot`; float8 operands (e4m3, e5m2, mixed) go to `float8_dot`, integer ones to `int8_dot`."""
     a, b = _tile(a, "dot's a"), _tile(b, "dot's b")
+    if len(a.shape) == 3:
+        return batched_dot(_dot, a, b, acc, input_precision=input_precision, allow_tf32=allow_tf32,
+                           max_num_imprecise_acc=max_num_imprecise_acc, out_dtype=out_dtype)
     if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
         return float8_dot(a, b, acc, input_precision, out_dtype)
     a, b = semantics.computable(a, "dot's a"), semantics.computable(b, "dot's b")

@@ -259,8 +259,10 @@ class Expressions:
 
     def expr_getattr(self, node):
         obj, name = self.expr(node.children[0]), _name(node.children[1])
-        if isinstance(obj, (TensorArg, Pointer)) and name == "dtype" or isinstance(obj, TensorArg) and name == "type":
-            # (Triton's `x_ptr.dtype.element_ty`; `c_ptr.type.element_ty`, a scalar pointer's type, as vLLM writes)
+        scalar = isinstance(obj, TensorArg) or isinstance(obj, Pointer) and not isinstance(obj.offsets, Tile) \
+            or isinstance(obj, Pointer) and obj.offsets.is_scalar
+        if isinstance(obj, (TensorArg, Pointer)) and (name == "dtype" or name == "type" and scalar):
+            # (Triton's `x_ptr.dtype.element_ty`, and `x_ptr.type.element_ty` of a scalar pointer)
             return dtypes.pointer_type((obj if isinstance(obj, TensorArg) else obj.base).dtype)
         if isinstance(obj, TensorArg):
             return tensor_method(obj, name)
@@ -284,14 +286,14 @@ class Expressions:
         if not is_runtime(obj):
             keys = [self.expr(i) for i in items]
             return obj[keys[0] if len(keys) == 1 else tuple(keys)]
-        if isinstance(obj, Pointer) and isinstance(obj.offsets, Tile):  # a tile of pointers (vLLM's `ptrs[:, None]`)
-            return Pointer(obj.base, self.index_tile(node, obj.offsets, items))
+        if isinstance(obj, Pointer) and isinstance(obj.offsets, Tile) and not obj.offsets.is_scalar:
+            return Pointer(obj.base, self.index_tile(node, obj.offsets, items))  # (a tile of pointers: `ptrs[:, None]`)
         if not isinstance(obj, Tile):
             raise self.error(node, "only tiles can be indexed, with `:` and `None` (as in x[:, None])")
         return self.index_tile(node, obj, items)
 
-    def index_tile(self, node, obj: Tile, items):
-        """`obj[items]`, items `:` and `None` (a reshape that adds dims of 1)."""
+    def index_tile(self, node, obj: Tile, items) -> Tile:
+        """obj[items], each item `:` or `None`: a reshape."""
         shape, dims = [], iter(obj.shape)
         for item in items:
             if isinstance(item, Tree) and item.data == "slice" and all(c is None for c in item.children):

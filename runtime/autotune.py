@@ -477,12 +477,13 @@ class Heuristics:
         return generic_launch(self.run, grid)
 
     def with_values(self, args, kwargs) -> dict:
-        """kwargs with each heuristic's value added; one the launch passes itself is an error, as
-        it would be overwritten."""
-        given = sorted(set(self.values) & (set(kwargs) | set(self.arg_names[: len(args)])))
+        """kwargs with each heuristic's value set. As in Triton, one the launch passes by keyword
+        is seen by the heuristics and replaced by its value (`{"FLAG": lambda a: bool(a["FLAG"])}`);
+        passed by position it would be passed twice."""
+        given = sorted(set(self.values) & set(self.arg_names[: len(args)]))
         if given:
             raise LaunchError(f"{self.name}: {', '.join(given)} set by tile.heuristics cannot also be "
-                              "passed at the launch")
+                              "passed by position")
         kwargs = dict(kwargs)
         for name, fn in self.values.items():
             kwargs[name] = fn({**dict(zip(self.arg_names, args)), **kwargs})

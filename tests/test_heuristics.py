@@ -121,8 +121,28 @@ def test_heuristics_set_a_launch_option_and_a_block():
 def test_heuristics_bad_use():
     with pytest.raises(tile.TileError, match=r"unknown parameter\(s\) \['BLOKC'\]"):
         tile.heuristics({"BLOKC": lambda args: 16})(_negate.kernel)
-    with pytest.raises(tile.LaunchError, match="BLOCK set by tile.heuristics cannot also be passed"):
-        _negate[(1,)](torch.randn(4), 4, BLOCK=4)
+    with pytest.raises(tile.LaunchError, match="BLOCK set by tile.heuristics cannot also be passed by position"):
+        _negate[(1,)](torch.randn(4), 4, 4)
+
+
+@tile.heuristics({"DO_SOFTCAP": lambda args: bool(args["DO_SOFTCAP"])})
+@tile.jit
+def _softcap(x, n, SOFTCAP, DO_SOFTCAP: tile.constexpr, BLOCK: tile.constexpr):
+    offs = tile.arange(0, BLOCK)
+    v = tile.load(x + offs, mask=offs < n)
+    if DO_SOFTCAP:
+        v = SOFTCAP * tile.extra.libdevice.tanh(v / SOFTCAP)
+    tile.store(x + offs, v, mask=offs < n)
+
+
+@pytest.mark.parametrize("softcap", [0, 30.0])
+def test_heuristics_normalize_a_keyword_argument(softcap):
+    """Unsloth's spelling: the heuristic reads the value passed by keyword and replaces it (an
+    int 0/1 or a float made a bool), so one build serves every truthy value."""
+    x = torch.randn(50) * 100
+    want = softcap * torch.tanh(x / softcap) if softcap else x.clone()
+    _softcap[(1,)](x, 50, softcap, DO_SOFTCAP=softcap, BLOCK=64)
+    torch.testing.assert_close(x, want)
 
 
 @tile.heuristics({"SCALE_IS_ONE": lambda args: args["scale"] == 1})

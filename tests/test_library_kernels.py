@@ -1,0 +1,298 @@
+"""Kernels written the way serving and training libraries write Triton (a mixture-of-experts
+GEMM over sorted token ids with a run-time early return, per-token-group fp8 quantization,
+a scaled GEMM whose epilogue indexes tiles of pointers and casts to `c_ptr.type.element_ty`,
+a gated activation), run by rename on the CPU against torch and compiled for sm_90a."""
+
+import pytest
+import torch
+
+import tile
+
+@tile.jit
+def write_zeros_to_output(c_ptr, stride_cm, stride_cn, pid_n, N, offs_token, token_mask, BLOCK_SIZE_M, BLOCK_SIZE_N, compute_type):
+    accumulator = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=compute_type)
+    offs_cn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_token[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = token_mask[:, None] & (offs_cn[None, :] < N)
+    tile.store(c_ptrs, accumulator, mask=c_mask)
+
+@tile.kernel
+def fused_moe_kernel(
+    a_ptr, b_ptr, c_ptr, topk_weights_ptr, sorted_token_ids_ptr, expert_ids_ptr,
+    num_tokens_post_padded_ptr,
+    N, K, EM, num_valid_tokens,
+    stride_am, stride_ak, stride_be, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_SIZE_M: tile.constexpr, BLOCK_SIZE_N: tile.constexpr, BLOCK_SIZE_K: tile.constexpr,
+    GROUP_SIZE_M: tile.constexpr, MUL_ROUTED_WEIGHT: tile.constexpr, top_k: tile.constexpr,
+    compute_type: tile.constexpr,
+):
+    pid = tile.program_id(axis=0)
+    num_pid_m = tile.cdiv(EM, BLOCK_SIZE_M)
+    num_pid_n = tile.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    num_tokens_post_padded = tile.load(num_tokens_post_padded_ptr)
+    if pid_m * BLOCK_SIZE_M >= num_tokens_post_padded:
+        return
+    offs_token_id = pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M).to(tile.int64)
+    offs_token = tile.load(sorted_token_ids_ptr + offs_token_id)
+    token_mask = offs_token < num_valid_tokens
+
+    off_experts = tile.load(expert_ids_ptr + pid_m).to(tile.int64)
+    if off_experts == -1:
+        write_zeros_to_output(c_ptr, stride_cm, stride_cn, pid_n, N, offs_token, token_mask,
+                              BLOCK_SIZE_M, BLOCK_SIZE_N, compute_type)
+        return
+
+    offs_bn = (pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N).to(tile.int64)) % N
+    offs_k = tile.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_token[:, None] // top_k * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + off_experts * stride_be + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tile.float32)
+    for k in range(0, tile.cdiv(K, BLOCK_SIZE_K)):
+        a = tile.load(a_ptrs, mask=token_mask[:, None] & (offs_k[None, :] < K - k * BLOCK_SIZE_K), other=0.0)
+        b = tile.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator += tile.dot(a, b)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if MUL_ROUTED_WEIGHT:
+        moe_weight = tile.load(topk_weights_ptr + offs_token, mask=token_mask, other=0)
+        accumulator = accumulator * moe_weight[:, None]
+    accumulator = accumulator.to(compute_type)
+    offs_cn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_token[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = token_mask[:, None] & (offs_cn[None, :] < N)
+    tile.store(c_ptrs, accumulator, mask=c_mask)
+
+
+@tile.jit
+def scaled_mm_kernel(a_ptr, b_ptr, scale_a_ptr, scale_b_ptr, c_ptr, bias_ptr,
+                     M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     ACCUMULATOR_DTYPE: tile.constexpr, BLOCK_SIZE_SCALE_A: tile.constexpr,
+                     BLOCK_SIZE_SCALE_B: tile.constexpr,
+                     BLOCK_SIZE_M: tile.constexpr, BLOCK_SIZE_N: tile.constexpr, BLOCK_SIZE_K: tile.constexpr):
+    pid = tile.program_id(axis=0)
+    num_pid_n = tile.cdiv(N, BLOCK_SIZE_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    accumulator_dtype = ACCUMULATOR_DTYPE
+    accumulator = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=accumulator_dtype)
+    offsets_am = pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M).to(tile.int64)
+    masks_am = offsets_am < M
+    offsets_bn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N).to(tile.int64)
+    masks_bn = offsets_bn < N
+    offsets_k = tile.arange(0, BLOCK_SIZE_K).to(tile.int64)
+    offsets_a = (stride_am * offsets_am[:, None] + stride_ak * offsets_k[None, :])
+    offsets_b = (stride_bk * offsets_k[:, None] + stride_bn * offsets_bn[None, :])
+    offsets_scale_am = (tile.arange(0, BLOCK_SIZE_SCALE_A) + (BLOCK_SIZE_SCALE_A > 1) * pid_m * BLOCK_SIZE_M)
+    masks_scale_am = offsets_scale_am < M
+    offsets_scale_bn = (tile.arange(0, BLOCK_SIZE_SCALE_B) + (BLOCK_SIZE_SCALE_B > 1) * pid_n * BLOCK_SIZE_N)
+    masks_scale_bn = offsets_scale_bn < N
+    a_ptrs = a_ptr + offsets_a
+    b_ptrs = b_ptr + offsets_b
+    scale_a_ptrs = scale_a_ptr + offsets_scale_am
+    scale_b_ptrs = scale_b_ptr + offsets_scale_bn
+    for k in range(0, tile.cdiv(K, BLOCK_SIZE_K)):
+        masks_k = offsets_k < K
+        masks_a = masks_am[:, None] & masks_k[None, :]
+        a = tile.load(a_ptrs, mask=masks_a)
+        masks_b = masks_k[:, None] & masks_bn[None, :]
+        b = tile.load(b_ptrs, mask=masks_b)
+        accumulator = tile.dot(a, b, accumulator, out_dtype=accumulator_dtype)
+        offsets_k += BLOCK_SIZE_K
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    masks_scale_a = masks_scale_am[:, None] & (tile.arange(0, 1) < 1)[:, None]
+    scale_a = tile.load(scale_a_ptrs[:, None], masks_scale_a)
+    scale_a = scale_a.broadcast_to((BLOCK_SIZE_M, 1))
+    accumulator = scale_a * accumulator.to(tile.float32)
+    masks_scale_b = masks_scale_bn[:, None] & (tile.arange(0, 1) < 1)[None, :]
+    scale_b = tile.load(scale_b_ptrs[:, None], masks_scale_b)
+    scale_b = scale_b.broadcast_to((BLOCK_SIZE_N, 1))
+    accumulator = scale_b.T * accumulator.to(tile.float32)
+    c = accumulator.to(c_ptr.type.element_ty)
+    if bias_ptr:
+        offsets_bias = offsets_bn
+        bias_ptrs = bias_ptr + offsets_bias
+        bias_mask = offsets_bias < N
+        bias = tile.load(bias_ptrs, bias_mask)
+        c += bias
+    offs_cm = pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M).to(tile.int64)
+    offs_cn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N).to(tile.int64)
+    offs_cm = offs_cm.to(tile.int64)
+    offs_cn = offs_cn.to(tile.int64)
+    c_ptrs = (c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :])
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tile.store(c_ptrs, c, mask=c_mask)
+
+
+@tile.jit
+def _per_token_group_quant_fp8(
+    y_ptr, y_q_ptr, y_s_ptr,
+    group_size,
+    y_num_columns, y_row_stride,
+    eps,
+    fp8_min,
+    fp8_max,
+    use_ue8m0: tile.constexpr,
+    BLOCK: tile.constexpr,
+):
+    groups_per_row = y_num_columns // group_size
+    g_id = tile.program_id(0)
+    row = g_id // groups_per_row
+    row_g_id = g_id % groups_per_row
+    y_ptr += (row * y_row_stride) + (row_g_id * group_size)
+    y_q_ptr += g_id * group_size
+    y_s_ptr += g_id
+    cols = tile.arange(0, BLOCK)
+    mask = cols < group_size
+    y = tile.load(y_ptr + cols, mask=mask, other=0.0).to(tile.float32)
+    _absmax = tile.maximum(tile.max(tile.abs(y)), eps)
+    scale_raw = _absmax / fp8_max
+    y_s = tile.math.exp2(tile.ceil(tile.log2(scale_raw))) if use_ue8m0 else scale_raw
+    y_q = tile.clamp(y / y_s, fp8_min, fp8_max).to(y_q_ptr.dtype.element_ty)
+    tile.store(y_q_ptr + cols, y_q, mask=mask)
+    tile.store(y_s_ptr, y_s)
+
+
+@tile.jit
+def _silu_and_mul_kernel(o_ptr, o_stride, x_ptr, x_stride, d, BLOCK_SIZE: tile.constexpr) -> None:
+    i = tile.program_id(axis=0).to(tile.int64)
+    j = tile.program_id(axis=1)
+    o_row_ptr = o_ptr + o_stride * i
+    x_row_ptr = x_ptr + x_stride * i
+    offsets = j * BLOCK_SIZE + tile.arange(0, BLOCK_SIZE)
+    mask = offsets < d
+    a = tile.load(x_row_ptr + offsets, mask=mask).to(tile.float32)
+    b = tile.load(x_row_ptr + offsets + d, mask=mask).to(tile.float32)
+    result = (a * tile.sigmoid(a) * b).to(x_ptr.dtype.element_ty)
+    tile.store(o_row_ptr + offsets, result, mask=mask)
+
+
+def moe_align_block_size(topk_ids, block, num_experts):
+    """Token ids sorted by expert, each expert's run padded to a multiple of `block` with an
+    out-of-range id; the expert of each block (-1 for an unused one at the end)."""
+    flat = topk_ids.flatten()
+    ids, experts = [], []
+    for e in range(num_experts):
+        t = (flat == e).nonzero().flatten().int()
+        if len(t):
+            t = torch.cat([t, torch.full(((-len(t)) % block,), flat.numel(), dtype=torch.int32)])
+            ids.append(t)
+            experts += [e] * (len(t) // block)
+    ids.append(torch.full((block,), flat.numel(), dtype=torch.int32))  # (a block no expert owns)
+    experts.append(-1)
+    return torch.cat(ids), torch.tensor(experts, dtype=torch.int32), torch.tensor([sum(map(len, ids[:-1]))], dtype=torch.int32)
+
+
+def fused_moe(a, w, topk_weights, topk_ids, BM=16, BN=32, BK=32, mul_routed_weight=True):
+    M, K = a.shape
+    E, N, _ = w.shape
+    top_k = topk_ids.shape[1]
+    c = torch.full((M, top_k, N), float("nan"), dtype=a.dtype)
+    ids, experts, padded = moe_align_block_size(topk_ids, BM, E)
+    grid = (tile.cdiv(ids.numel(), BM) * tile.cdiv(N, BN),)
+    fused_moe_kernel[grid](
+        a, w, c, topk_weights, ids, experts, padded,
+        N, K, ids.numel(), M * top_k,
+        a.stride(0), a.stride(1), w.stride(0), w.stride(2), w.stride(1), c.stride(1), c.stride(2),
+        BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=8,
+        MUL_ROUTED_WEIGHT=mul_routed_weight, top_k=top_k, compute_type=tile.float16,
+    )
+    return c
+
+
+@pytest.mark.parametrize("M,K,N", [(33, 80, 72), (8, 64, 64)])
+def test_fused_moe(M, K, N):
+    torch.manual_seed(0)
+    E, top_k = 4, 2
+    a = torch.randn(M, K, dtype=torch.float16)
+    w = torch.randn(E, N, K, dtype=torch.float16) / 8
+    topk_ids = torch.randint(0, E, (M, top_k), dtype=torch.int32)
+    topk_weights = torch.rand(M, top_k)
+    c = fused_moe(a, w, topk_weights, topk_ids)
+    ref = torch.einsum("mk,mtnk->mtn", a.float(), w[topk_ids.long()].float()) * topk_weights[..., None]
+    torch.testing.assert_close(c.float(), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_fused_moe_sm90a(gpu_target):
+    gpu_target("sm_90a")
+    M, K, N, E = 64, 256, 128, 8
+    meta = lambda *shape, dtype=torch.float16: torch.empty(shape, dtype=dtype, device="meta")  # noqa: E731
+    a, w, c = meta(M, K), meta(E, N, K), meta(M, 2, N)
+    launcher = fused_moe_kernel.compile(
+        a, w, c, meta(M, 2, dtype=torch.float32), meta(256, dtype=torch.int32), meta(16, dtype=torch.int32),
+        meta(1, dtype=torch.int32), N, K, 256, 2 * M, K, 1, N * K, 1, K, N, 1,
+        BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, MUL_ROUTED_WEIGHT=True, top_k=2,
+        compute_type=tile.float16, num_warps=4, num_stages=3,
+    )
+    ptx = launcher.asm["ptx"]
+    assert "mma" in ptx and launcher.metadata["ptxas"]["spill_stores"] == 0
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_scaled_mm_epilogue_indexes_pointer_tiles(bias):
+    torch.manual_seed(0)
+    M, N, K = 70, 96, 200
+    a = torch.randint(-8, 8, (M, K), dtype=torch.int8).half()
+    b = torch.randint(-8, 8, (K + 4, N), dtype=torch.int8).half()[2:K + 2]  # (a strided view)
+    sa, sb = torch.rand(M, 1), torch.rand(N, 1)
+    bias_t = torch.randn(N, dtype=torch.float16) if bias else None
+    c = torch.empty(M, N, dtype=torch.float16)
+    scaled_mm_kernel[(tile.cdiv(M, 32) * tile.cdiv(N, 32),)](
+        a, b, sa, sb, c, bias_t, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        c.stride(0), c.stride(1), ACCUMULATOR_DTYPE=tile.float32, BLOCK_SIZE_SCALE_A=32,
+        BLOCK_SIZE_SCALE_B=32, BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32,
+    )
+    ref = (a.float() @ b.float()) * sa * sb.T
+    ref = ref.half() + (bias_t if bias else 0)
+    torch.testing.assert_close(c, ref, rtol=2e-3, atol=0.5)
+
+
+@pytest.mark.parametrize("ue8m0", [False, True])
+def test_per_token_group_quant_fp8(ue8m0):
+    torch.manual_seed(0)
+    M, N, G = 5, 384, 128
+    y = torch.randn(M, N + 16, dtype=torch.bfloat16)[:, :N]
+    finfo = torch.finfo(torch.float8_e4m3fn)
+    y_q = torch.empty(M, N, dtype=torch.float8_e4m3fn)
+    y_s = torch.empty(M, N // G, dtype=torch.float32)
+    _per_token_group_quant_fp8[(M * N // G,)](
+        y, y_q, y_s, G, N, y.stride(0), 1e-10, finfo.min, finfo.max, use_ue8m0=ue8m0, BLOCK=G, num_warps=1,
+    )
+    groups = y.float().view(M, N // G, G)
+    s = groups.abs().amax(-1).clamp(min=1e-10) / finfo.max
+    if ue8m0:
+        s = torch.exp2(torch.ceil(torch.log2(s)))
+    torch.testing.assert_close(y_s, s)
+    q = (groups / s[..., None]).clamp(finfo.min, finfo.max).to(torch.float8_e4m3fn)
+    assert torch.equal(y_q.view(torch.uint8), q.view(M, N).view(torch.uint8))
+
+
+def test_silu_and_mul():
+    x = torch.randn(7, 600, dtype=torch.float16)
+    o = torch.empty(7, 300, dtype=torch.float16)
+    _silu_and_mul_kernel[(7, tile.cdiv(300, 128))](o, o.stride(0), x, x.stride(0), 300, BLOCK_SIZE=128)
+    torch.testing.assert_close(o, (torch.nn.functional.silu(x[:, :300].float()) * x[:, 300:].float()).half(),
+                               rtol=2e-3, atol=2e-3)
+
+
+def test_library_kernels_sm90a(gpu_target):
+    gpu_target("sm_90a")
+    e = lambda *shape, dtype=torch.float16: torch.empty(shape, dtype=dtype, device="meta")  # noqa: E731
+    mm = scaled_mm_kernel.compile(
+        e(256, 512), e(512, 256), e(256, 1, dtype=torch.float32), e(256, 1, dtype=torch.float32), e(256, 256),
+        e(256), 256, 256, 512, 512, 1, 256, 1, 256, 1, ACCUMULATOR_DTYPE=tile.float32, BLOCK_SIZE_SCALE_A=128,
+        BLOCK_SIZE_SCALE_B=128, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, num_warps=4, num_stages=3,
+    )
+    assert "wgmma" in mm.asm["ptx"] and mm.metadata["ptxas"]["spill_stores"] == 0
+    quant = _per_token_group_quant_fp8.compile(
+        e(64, 512, dtype=torch.bfloat16), e(64, 512, dtype=torch.float8_e4m3fn), e(64, 4, dtype=torch.float32),
+        128, 512, 512, 1e-10, -448.0, 448.0, use_ue8m0=True, BLOCK=128, num_warps=1,
+    )
+    assert "cvt.rn.satfinite.e4m3x2.f32" in quant.asm["ptx"]  # (the clamp, then the hardware conversion)
