@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 from device_checks import DeviceChecks  # noqa: E402
 
 from test_int8_dot import (_int8, _reference, f16_accumulator_kernel, int8_matmul_kernel,  # noqa: E402
-                           int8_pointer_increments_kernel, scaled_mm_kernel)
+                           int8_pointer_increments_kernel)
+from test_library_kernels import scaled_mm_kernel  # noqa: E402
 
 import tile  # noqa: E402
 

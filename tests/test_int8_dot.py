@@ -2,7 +2,8 @@
 CPU exact against torch's int64 matmul, sums past 2^24 included (where an f32 accumulator
 would round); on sm_90a wgmma `m64nNk32.s32.s8.s8` reads both operands K-major from shared
 memory (`passes/fp8_dots.py`), on sm_80 (and tiles wgmma cannot take)
-`mma.sync.m16n8k32.row.col.s32.s8.s8.s32`. vLLM's W8A8 Triton fallback runs as written."""
+`mma.sync.m16n8k32.row.col.s32.s8.s8.s32`. vLLM's W8A8 Triton fallback (its scaled-mm kernel,
+tests/test_library_kernels.py) runs as written with int8 operands."""
 
 import re
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import tile
-import tile as tl
+from test_library_kernels import scaled_mm_kernel  # (vLLM's `triton_scaled_mm` kernel, by rename)
 
 
 @tile.jit
@@ -51,106 +52,6 @@ def int8_pointer_increments_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stri
     offs_cn = pid_n * BLOCK_N + tile.arange(0, BLOCK_N)
     tile.store(c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn, acc,
                mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
-
-
-@tile.jit
-def scaled_mm_kernel(a_ptr, b_ptr, scale_a_ptr, scale_b_ptr, c_ptr, bias_ptr,
-                     M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                     stride_cm, stride_cn, ACCUMULATOR_DTYPE: tl.constexpr,
-                     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-                     BLOCK_SIZE_K: tl.constexpr,
-                     BLOCK_SIZE_SCALE_A: tl.constexpr,
-                     BLOCK_SIZE_SCALE_B: tl.constexpr):
-    """vLLM's `triton_scaled_mm` kernel (compressed_tensors/triton_scaled_mm.py, its W8A8 int8
-    fallback), `tl` the `tile` module: int64 offsets, a K mask from incremented offsets,
-    per-token or per-tensor scales loaded through `ptrs[:, None]`, an optional bias."""
-    pid = tl.program_id(axis=0)
-
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
-
-    accumulator_dtype = ACCUMULATOR_DTYPE
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N),
-                           dtype=accumulator_dtype)
-
-    offsets_am = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M).to(tl.int64)
-    masks_am = offsets_am < M
-
-    offsets_bn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N).to(tl.int64)
-    masks_bn = offsets_bn < N
-
-    offsets_k = tl.arange(0, BLOCK_SIZE_K).to(tl.int64)
-    offsets_a = (stride_am * offsets_am[:, None] +
-                 stride_ak * offsets_k[None, :])
-    offsets_b = (stride_bk * offsets_k[:, None] +
-                 stride_bn * offsets_bn[None, :])
-
-    offsets_scale_am = (tl.arange(0, BLOCK_SIZE_SCALE_A) +
-                        (BLOCK_SIZE_SCALE_A > 1) * pid_m * BLOCK_SIZE_M)
-    masks_scale_am = offsets_scale_am < M
-
-    offsets_scale_bn = (tl.arange(0, BLOCK_SIZE_SCALE_B) +
-                        (BLOCK_SIZE_SCALE_B > 1) * pid_n * BLOCK_SIZE_N)
-    masks_scale_bn = offsets_scale_bn < N
-
-    a_ptrs = a_ptr + offsets_a
-    b_ptrs = b_ptr + offsets_b
-
-    scale_a_ptrs = scale_a_ptr + offsets_scale_am
-    scale_b_ptrs = scale_b_ptr + offsets_scale_bn
-
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        masks_k = offsets_k < K
-        masks_a = masks_am[:, None] & masks_k[None, :]
-        a = tl.load(a_ptrs, mask=masks_a)
-
-        masks_b = masks_k[:, None] & masks_bn[None, :]
-        b = tl.load(b_ptrs, mask=masks_b)
-
-        # Accumulate results.
-        accumulator = tl.dot(a, b, accumulator, out_dtype=accumulator_dtype)
-
-        offsets_k += BLOCK_SIZE_K
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-
-    # Apply scale at end.
-    masks_scale_a = masks_scale_am[:, None] & (tl.arange(0, 1) < 1)[:, None]
-    scale_a = tl.load(scale_a_ptrs[:, None], masks_scale_a)
-    # Need to broadcast to the appropriate size, if scale_a is already
-    # (BLOCK_SIZE_M, 1) then it will broadcast to its own shape. Same goes
-    # for scale_b below.
-    scale_a = scale_a.broadcast_to((BLOCK_SIZE_M, 1))
-    accumulator = scale_a * accumulator.to(tl.float32)
-
-    masks_scale_b = masks_scale_bn[:, None] & (tl.arange(0, 1) < 1)[None, :]
-    scale_b = tl.load(scale_b_ptrs[:, None], masks_scale_b)
-    scale_b = scale_b.broadcast_to((BLOCK_SIZE_N, 1))
-    accumulator = scale_b.T * accumulator.to(tl.float32)
-
-    # Convert to output format.
-    c = accumulator.to(c_ptr.type.element_ty)
-
-    # Add bias, it's already in output format, so add it after conversion.
-    if bias_ptr:
-        offsets_bias = offsets_bn
-        bias_ptrs = bias_ptr + offsets_bias
-        bias_mask = offsets_bias < N
-        bias = tl.load(bias_ptrs, bias_mask)
-        c += bias
-
-    # Save output
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M).to(tl.int64)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N).to(tl.int64)
-    offs_cm = offs_cm.to(tl.int64)
-    offs_cn = offs_cn.to(tl.int64)
-    c_ptrs = (c_ptr + stride_cm * offs_cm[:, None] +
-              stride_cn * offs_cn[None, :])
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-
-    tl.store(c_ptrs, c, mask=c_mask)
 
 
 @tile.jit
@@ -236,14 +137,15 @@ def test_int8_dot_without_an_accumulator():
 
 
 def _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None, block=(32, 64, 32), **meta):
-    """vLLM's `triton_scaled_mm` launch (per-token scale_a when it has a row a token)."""
+    """vLLM's `triton_scaled_mm` launch (per-token scale_a when it has a row a token): its W8A8 int8
+    fallback, int8 a and b into an int32 accumulator, then the scaled epilogue."""
     M, K = a.shape
     N = b.shape[1]
     BM, BN, BK = block
     c = torch.empty(M, N, dtype=out_dtype, device=a.device)
     grid = (tile.cdiv(M, BM) * tile.cdiv(N, BN),)
     scaled_mm_kernel[grid](a, b, scale_a, scale_b, c, bias, M, N, K, *a.stride(), *b.stride(), *c.stride(),
-                           ACCUMULATOR_DTYPE=tl.int32, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK,
+                           ACCUMULATOR_DTYPE=tile.int32, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK,
                            BLOCK_SIZE_SCALE_A=BM if scale_a.numel() > 1 else 1,
                            BLOCK_SIZE_SCALE_B=BN if scale_b.numel() > 1 else 1, **meta)
     return c
@@ -421,7 +323,7 @@ def test_vllm_scaled_mm_compiles(gpu_target, target, block, instruction):
     c = torch.empty(M, N, dtype=torch.bfloat16, device="meta")
     BM, BN, BK = block
     launcher = scaled_mm_kernel.compile(a, b, scale_a, scale_b, c, bias, M, N, K, *a.stride(), *b.stride(), *c.stride(),
-                                        ACCUMULATOR_DTYPE=tl.int32, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK,
+                                        ACCUMULATOR_DTYPE=tile.int32, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK,
                                         BLOCK_SIZE_SCALE_A=BM, BLOCK_SIZE_SCALE_B=BN, num_warps=4, num_stages=3)
     ptx = launcher.asm["ptx"]
     assert instruction in ptx
