@@ -1,6 +1,6 @@
 """The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
 test_reductions.py, test_builtins.py, test_random.py, test_while_loops.py,
-test_device_print.py, test_atomics.py, test_memory_hints.py): their kernels built on the CPU machine for sm_90a, then run on
+test_device_print.py, test_atomics.py, test_memory_hints.py, test_scans.py): their kernels built on the CPU machine for sm_90a, then run on
 the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
@@ -31,6 +31,7 @@ from test_math_functions import FUNCTIONS, math_kernel  # noqa: E402
 from test_memory_hints import _run as hinted_copy  # noqa: E402
 from test_random import dropout_kernel, philox_reference, random_kernel, uniform_reference  # noqa: E402
 from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
+from test_scans import DEVICE_CASES as SCAN_CASES  # noqa: E402
 from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
 from test_while_loops import dot_while_kernel, halving_kernel  # noqa: E402
 
@@ -146,6 +147,10 @@ def main() -> int:
     for hints in ({"CACHE": ".cg", "EVICT": "evict_last", "STORE_CACHE": ".cs"}, {"VOLATILE": True, "EVICT": "evict_first"}):
         x, y = hinted_copy(device=device, **hints)
         check(f"load/store with {hints}", y, x * 3, rtol=0, atol=0)
+
+    # scans and reductions by a combine function
+    for name, (run, args, tol) in SCAN_CASES.items():
+        check(name, *run(device, *args), rtol=tol, atol=tol)
 
     # device_print: the lines go to the process's stdout (read in the log: 12 lines, any order)
     x = torch.arange(4.0).to(device)

@@ -1,7 +1,8 @@
 """Triton code as written, on the GPU: the tutorial 03 matmul (pointers advanced in the K
 loop, `tests/test_induction_offsets.py`) and its index and masked forms checked against
 torch at odd sizes, then timed beside Triton's own tutorial kernel (its autotune configs)
-and cuBLAS at fp16 4096^3, in interleaved launches (`matmul_rounds.interleaved_launches`).
+and cuBLAS at fp16 4096^3, B row-major and B = W.T (K contiguous), in interleaved launches
+(`matmul_rounds.interleaved_launches`).
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/triton_ports_on_device.py --compile-only
     python3 benchmarks/triton_ports_on_device.py --out DIR    # on the GPU, with that cache
@@ -113,7 +114,7 @@ def main() -> int:
     g = torch.Generator().manual_seed(0)
 
     # Correctness at odd sizes, strided B, and the benchmark size, every form.
-    for M, N, K, bt in [(1000, 760, 520, False), (256, 384, 200, True), (SIZE, SIZE, SIZE, False)]:
+    for M, N, K, bt in [(1000, 760, 520, False), (256, 384, 200, True), (SIZE, SIZE, SIZE, False), (SIZE, SIZE, SIZE, True)]:
         a = torch.randn(M, K, generator=g).half()
         b = (torch.randn(N, K, generator=g).half().T if bt else torch.randn(K, N, generator=g).half())
         a, b = a.to(device), b.to(device)
@@ -146,6 +147,11 @@ def main() -> int:
     fns["tile masked (TMA)"] = masked_launch(a, b, c)
     fns["triton"] = launch_triton(a, b, ct)
     fns["cublas"] = lambda: torch.matmul(a, b)
+    # B = W.T, an nn.Linear weight (K contiguous): tile-k-major-loads' transposed copies
+    w_t = torch.randn(SIZE, SIZE, device="cuda", dtype=torch.float16).T
+    fns["tile W.T"] = tutorial_launch(tutorial_matmul_kernel, a, w_t, c, TILE_CONFIGS[1])
+    fns["triton W.T"] = launch_triton(a, w_t, ct)
+    fns["cublas W.T"] = lambda: torch.matmul(a, w_t)
     steps = interleaved_launches({k: (lambda f=f: f()) for k, f in fns.items()}, (), launches=100)
     med = {k: statistics.median(t[k] for t in steps) for k in fns}
     tflops = {k: 2 * SIZE**3 / (ms * 1e-3) / 1e12 for k, ms in med.items()}
@@ -158,6 +164,8 @@ def main() -> int:
         "cublas_over_best_tile": ratio_summary(steps, "cublas", best),
         "pointer_over_index_form": ratio_summary(steps, "tile 1", "tile index form"),
         "triton_over_masked_tma": ratio_summary(steps, "triton", "tile masked (TMA)"),
+        "triton_over_tile_w_t": ratio_summary(steps, "triton W.T", "tile W.T"),
+        "cublas_over_tile_w_t": ratio_summary(steps, "cublas W.T", "tile W.T"),
         "failed": checks.failed,
     }
     print(json.dumps(result, indent=1))

@@ -60,9 +60,10 @@ class OpDef:
             return f"%c{n}"
 
         def slot(name: str, kind: str) -> str:
-            # A leading "*" marks the one variadic slot of an operand or result list.
-            var = "variadic " if kind.startswith("*") else ""
-            return f"{name}: {var}{constraint(kind.lstrip('*'))}"
+            # A leading "*" marks the one variadic slot of an operand or result list, a "?" an
+            # optional one (several need the op's `operandSegmentSizes` / `resultSegmentSizes`).
+            var = {"*": "variadic ", "?": "optional "}.get(kind[0], "")
+            return f"{name}: {var}{constraint(kind.lstrip('*?'))}"
 
         if self.operands:
             lines.append(f"    irdl.operands({', '.join(slot(*o) for o in self.operands)})")

@@ -12,7 +12,7 @@ import types
 from mlir import ir
 from mlir.dialects import irdl
 
-from . import pipeline_ops, tile_ops, warp_specialize_ops  # noqa: F401  (register the op definitions)
+from . import combine_ops, pipeline_ops, tile_ops, warp_specialize_ops  # noqa: F401  (register the op definitions)
 from .layout import ATTRIBUTE_IRDL
 from .op_definition import REGISTRY
 

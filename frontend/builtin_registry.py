@@ -16,6 +16,12 @@ from mlir import ir
 EMITTERS = {}
 
 
+def inline_helper(helper, args: list, kwargs: dict):
+    """Emit a `@tile.func` body in place (a scan's combine function): `emitter.inline_helper`,
+    set there, since the emitter imports the modules of builtins."""
+    raise NotImplementedError("set by frontend/emitter.py")
+
+
 def emitter(name):
     def wrap(fn):
         EMITTERS[name] = fn

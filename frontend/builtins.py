@@ -326,7 +326,8 @@ def tensor_method(arg: TensorArg, name: str):
 
 
 TILE_METHODS = ("reshape", "broadcast_to", "trans", "permute", "sum", "max", "min", "argmax", "argmin", "ravel",
-                "expand_dims", "split", "join", "interleave")
+                "expand_dims", "split", "join", "interleave", "cumsum", "cumprod", "associative_scan", "reduce",
+                "xor_sum", "reduce_or")
 
 
 def tile_method(t: Tile, name: str):

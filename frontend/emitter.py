@@ -15,7 +15,8 @@ from mlir.dialects import func, scf
 
 from . import bounds_check, device_assert
 from . import (atomics, builtins, descriptors, dot_scaled, dots, grid_dependence, hints, math_functions,  # noqa: F401
-               memory_hints, python_builtins, random, reductions, shape_builtins)  # (they register their emitters)
+               memory_hints, python_builtins, random, reductions, scans, shape_builtins)  # (they register their emitters)
+from . import builtin_registry
 from .builtin_registry import EMITTERS
 from .constexpr import unwrap
 from .control_flow import ControlFlow, Restart
@@ -227,6 +228,9 @@ def inline_helper(helper, args, kwargs):
         return _inline(helper, args, kwargs)
     finally:
         _INLINE_DEPTH[0] -= 1
+
+
+builtin_registry.inline_helper = inline_helper
 
 
 def _inline(helper, args, kwargs):

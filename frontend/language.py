@@ -358,6 +358,41 @@ def argmin(x, axis, tie_break_left=True, keep_dims=False):
 
 
 @_builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """The inclusive scan of a tile (or a tuple of tiles of one shape) along `axis`:
+    out[i] = combine_fn(out[i - 1], x[i]), from the last element with `reverse`. combine_fn
+    is a @tile.jit function of 2n scalars (the accumulated values, then the next ones)
+    returning n; it must be associative."""
+
+
+@_builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Cumulative sum along `axis`, in `dtype` if given, else int32 for narrower ints, else x's dtype."""
+
+
+@_builtin
+def cumprod(input, axis=0, reverse=False, dtype=None):
+    """Cumulative product along `axis`, in the dtype cumsum picks."""
+
+
+@_builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce a tile (or a tuple of tiles of one shape: a tuple back) along `axis` (None: every
+    dim) by combine_fn, a @tile.jit function of 2n scalars returning n, associative and
+    commutative (as Triton's, the order it combines in is the target's)."""
+
+
+@_builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    """Bitwise xor of an integer tile's elements along `axis` (None: every dim)."""
+
+
+@_builtin
+def reduce_or(input, axis=None, keep_dims=False):
+    """Bitwise or of an integer tile's elements along `axis` (None: every dim)."""
+
+
+@_builtin
 def reshape(x, shape):
     """The same elements with another static shape."""
 

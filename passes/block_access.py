@@ -90,8 +90,11 @@ def _under_broadcast(v):
 
 
 def _vector(v):
-    """The 1-D value an R x 1 or 1 x C tile reshapes, or None."""
+    """The 1-D value an R x 1 or 1 x C tile reshapes, or None; through sign extensions (an
+    index vector widened to the i64 offsets of a 64-bit base, as `.to(tl.int64)` makes them)."""
     op, _ = _owner(v)
+    if op is not None and op.name == "arith.extsi":
+        op, _ = _owner(op.operands[0])
     if op is None or op.name != "tile.reshape":
         return None
     return through_groups(op.operands[0])
@@ -116,6 +119,17 @@ def _start(vec):
         if x is not None and ar is not None and ar.name == "tile.arange":
             return x, ir.IntegerAttr(ar.attributes["start"]).value
     return None
+
+
+def _same_vector(a, b) -> bool:
+    """a and b hold the same values: one value, or two computations of `splat(x) + arange`
+    of one x (the offsets' and the mask's `k * BK + offs_k`, each written out by the user)."""
+    if a == b:
+        return True
+    sa, sb = _start(a), _start(b)
+    if sa is None or sb is None or sa[1] != sb[1] or (sa[0] is None) != (sb[0] is None) or _shape(a) != _shape(b):
+        return False
+    return sa[0] is None or sa[0] == sb[0]
 
 
 def _offset_term(v):
@@ -229,7 +243,7 @@ def _copy_block(offsets, mask, predicate: int) -> Block | None:
     bounds = {t[0]: t[1:] for t in pair or ([single] if single else [])}
     if not bounds or row_stride is not None or col_stride is None:
         return None  # a unit stride on the rows only
-    if any(vec != (row_vec, col_vec)[axis] for axis, (vec, _) in bounds.items()):
+    if any(not _same_vector(vec, (row_vec, col_vec)[axis]) for axis, (vec, _) in bounds.items()):
         return None
     row, col = _start(row_vec), _start(col_vec)
     if row is None or col is None:
@@ -258,7 +272,8 @@ def _match(offsets, mask) -> Block | None:
         return None
     (_, row_vec, row_stride), (_, col_vec, col_stride) = offs
     (_, row_vec2, rows), (_, col_vec2, cols) = masks
-    if (row_stride is None) == (col_stride is None) or row_vec != row_vec2 or col_vec != col_vec2:
+    if (row_stride is None) == (col_stride is None) or not _same_vector(row_vec, row_vec2) \
+            or not _same_vector(col_vec, col_vec2):
         return None  # exactly one unit stride
     row, col = _start(row_vec), _start(col_vec)
     if row is None or col is None:

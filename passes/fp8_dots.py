@@ -56,10 +56,9 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects.layout import Mma, Wgmma, element_bits, encoding_of
-from ..dialects import tile_ops
 from .block_access import match_block, match_copy_block, unit_stride_axis
 from .registry import register_pass
-from .tile_trans_loads import transposed
+from .tile_trans_loads import load_transposed
 from .walk import collect
 
 FLOAT8 = ("f8E4M3FN", "f8E5M2")
@@ -74,7 +73,7 @@ def is_int8_dot(dot) -> bool:
     return str(ir.RankedTensorType(dot.operands[0].type).element_type) == "i8"
 
 
-def _column_major_load(v) -> bool:
+def column_major_load(v) -> bool:
     """Whether `v` is a `tile.load` of a column-major block, which a copy can land transposed."""
     if isinstance(v.owner, ir.Block) or v.owner.operation.name != "tile.load":
         return False
@@ -102,26 +101,11 @@ def k_major_fp8(load, users) -> bool:
     return True
 
 
-def _k_major_load(v) -> bool:
+def k_major_load(v) -> bool:
     """Whether `v` is a 2-D `tile.load` through offsets that step by one element along K (dim 0)."""
     if isinstance(v.owner, ir.Block) or v.owner.operation.name != "tile.load":
         return False
     return ir.RankedTensorType(v.type).rank == 2 and unit_stride_axis(v.owner.operation.operands[1]) == 0
-
-
-def _load_transposed(load):
-    """trans(load of the transposed offsets, mask and `other`): `load` read N x K, K contiguous."""
-    memo: dict = {}
-    with ir.InsertionPoint(load), load.location:
-        offsets, mask, other = (transposed(v, [1, 0], memo) for v in list(load.operands)[1:])
-        loaded = tile_ops.load(load.operands[0], offsets, mask, other)
-        for name in load.attributes:  # (its cache hints)
-            loaded.owner.attributes[name] = load.attributes[name]
-        back = tile_ops.trans(loaded, [1, 0])
-    if len(list(load.results[0].uses)) == 1:  # (the dot, about to read `back`)
-        load.results[0].replace_all_uses_with(back)
-        load.erase()
-    return back
 
 
 def widen_to_f16(v):
@@ -146,10 +130,10 @@ class TileFp8Dots:
             shape = list(ir.RankedTensorType(dot.results[0].type).shape)
             if self.wgmma and Wgmma.takes_k(a.shape[1], element_bits(a.element_type)) \
                     and Wgmma.for_shape(shape, self.num_warps) or int8 and self.mma:
-                how = "transposed_copy" if _column_major_load(dot.operands[1]) else "transposed_in_shared"
-                if how == "transposed_in_shared" and _k_major_load(dot.operands[1]):
+                how = "transposed_copy" if column_major_load(dot.operands[1]) else "transposed_in_shared"
+                if how == "transposed_in_shared" and k_major_load(dot.operands[1]):
                     how = "transposed_load"
-                    dot.operands[1] = _load_transposed(dot.operands[1].owner.operation)
+                    dot.operands[1] = load_transposed(dot.operands[1].owner.operation)
                 dot.attributes[B_ATTR] = ir.StringAttr.get(how)
                 continue
             if int8:

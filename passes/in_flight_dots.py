@@ -11,7 +11,7 @@ from mlir import ir
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from .invariant_operands import DOT_OPERANDS
 from .loop_slice import inside
-from .tile_fuse import read_as_fp8_b
+from .tile_fuse import read_in_place_b
 
 
 def _in_ring(v, loads, loop) -> bool:
@@ -20,7 +20,7 @@ def _in_ring(v, loads, loop) -> bool:
     if isinstance(v.owner, ir.Block):
         return False
     op = v.owner.operation
-    if op.name == "tile.trans" and read_as_fp8_b(v):  # (a float8 B read in place through it: fp8_dots.py)
+    if op.name == "tile.trans" and read_in_place_b(v):  # (a B read in place through it: fp8_dots.py, tile_k_major_loads.py)
         return _in_ring(op.operands[0], loads, loop)
     return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 
@@ -44,7 +44,7 @@ def made_in_body(loop, found) -> list:
     for dot in dots:
         for n in DOT_OPERANDS:
             v = dot.operands[n]
-            if isinstance(v.owner, ir.Block) or v.owner.operation in loads or not inside(v.owner.operation, loop):
+            if isinstance(v.owner, ir.Block) or _in_ring(v, loads, loop) or not inside(v.owner.operation, loop):
                 continue
             t = ir.RankedTensorType(v.type)
             if t.rank == 2 and element_bits(t.element_type) == 16 and not isinstance(encoding_of(t), Wgmma):

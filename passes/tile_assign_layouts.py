@@ -166,8 +166,10 @@ class TileAssignLayouts:
                 self.load_per_lane(op)
             if op.name == "tile.store" and _stores_by_pairs(op, axis):
                 self.to_blocked(op, 2, bits)
-            if op.name == "tile.reduce" and isinstance(encoding_of(op.operands[0].type), (Mma, Wgmma)):
-                self.to_blocked(op, 0, bits)
+            if op.name in ("tile.reduce", "tile.scan", "tile.reduce_region"):
+                for i, v in enumerate(op.operands):
+                    if isinstance(encoding_of(v.type), (Mma, Wgmma)):
+                        self.to_blocked(op, i, bits)
         for op in ops:
             anchor = _layout_anchor(op)
             want = encoding_of(anchor.type) if anchor is not None else None
@@ -481,4 +483,8 @@ def _layout_anchor(op):
         return op.operands[2]  # the stored value
     if op.name == "tile.gather":
         return op.results[0]  # for its index: a thread reads what its index registers name
+    if op.name == "tile.scan":  # (its operands, results and each thread's part of them, all in one layout)
+        return op.results[0]
+    if op.name == "tile.reduce_region":
+        return op.operands[0]
     return None

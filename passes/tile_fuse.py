@@ -40,24 +40,32 @@ GROUP_ATTR = "tile.fusion_group"
 FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.trans", "tile.reduce", "tile.convert_layout"}
 
 
-def read_as_fp8_b(value) -> bool:
-    """Whether only float8 dots read `value`, as their B (`passes/fp8_dots.py`)."""
+K_MAJOR_B = "k_major_b"  # a 16-bit dot whose B is loaded transposed (`tile-k-major-loads`)
+
+
+def _read_as_b(value, marks) -> bool:
     users = [(u.owner, u.operand_number) for u in value.uses]
-    return bool(users) and all(o.name == "tile.dot" and n == 1 and "fp8_b" in o.attributes for o, n in users)
+    return bool(users) and all(o.name == "tile.dot" and n == 1 and any(m in o.attributes for m in marks)
+                               for o, n in users)
+
+
+def read_in_place_b(value) -> bool:
+    """Whether only dots that read a transposed ring slot in place read `value`, as their B:
+    float8 dots (`passes/fp8_dots.py`) and 16-bit ones whose B was loaded as its N x K
+    transpose (`passes/tile_k_major_loads.py`)."""
+    return _read_as_b(value, ("fp8_b", K_MAJOR_B))
 
 
 def read_as_k_major_b(value) -> bool:
     """Whether only dots that read their B K-major read `value`, as their B: float8 dots
-    (`read_as_fp8_b`) and those that take A from registers (`tile.registers_a`: `dot_scaled`'s,
-    whose B is the transpose of its scaled N x K tile, staged as it lies)."""
-    users = [(u.owner, u.operand_number) for u in value.uses]
-    return bool(users) and all(o.name == "tile.dot" and n == 1 and ("fp8_b" in o.attributes or REGISTERS_A in o.attributes)
-                               for o, n in users)
+    and those that take A from registers (`tile.registers_a`: `dot_scaled`'s, whose B is the
+    transpose of its scaled N x K tile, staged as it lies)."""
+    return _read_as_b(value, ("fp8_b", REGISTERS_A))
 
 
 def fusible(op) -> bool:
     name = op.operation.name
-    if name == "tile.trans" and read_as_k_major_b(op.results[0]):
+    if name == "tile.trans" and (read_as_k_major_b(op.results[0]) or read_in_place_b(op.results[0])):
         return False  # (left beside its dots, which read its operand in place: codegen/fp8_operands.py)
     return name in FUSIBLE_TILE_OPS or (name.split(".")[0] in ("arith", "math") and not op.regions)
 

@@ -82,6 +82,22 @@ def rewrite(trans) -> None:
     load.erase()
 
 
+def load_transposed(load):
+    """trans(load of the transposed offsets, mask and `other`): `load` read N x K, K contiguous
+    (a K-major B: `tile-fp8-dots`, `tile-k-major-loads`)."""
+    memo: dict = {}
+    with ir.InsertionPoint(load), load.location:
+        offsets, mask, other = (transposed(v, [1, 0], memo) for v in list(load.operands)[1:])
+        loaded = tile_ops.load(load.operands[0], offsets, mask, other)
+        for name in load.attributes:  # (its cache hints)
+            loaded.owner.attributes[name] = load.attributes[name]
+        back = tile_ops.trans(loaded, [1, 0])
+    if len(list(load.results[0].uses)) == 1:  # (the dot, about to read `back`)
+        load.results[0].replace_all_uses_with(back)
+        load.erase()
+    return back
+
+
 def applies(trans) -> bool:
     """A transpose of a load read by nothing else, that only a dot in a loop reads: a
     pipelined operand. (Elsewhere the transposed load would go element by element, as

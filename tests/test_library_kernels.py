@@ -1,5 +1,5 @@
-"""Kernels written the way serving and training libraries write Triton (a mixture-of-experts
-GEMM over sorted token ids with a run-time early return, per-token-group fp8 quantization,
+"""Kernels written the way serving and training libraries write Triton (examples/fused_moe.py's
+mixture-of-experts GEMM over sorted token ids with a run-time early return, per-token-group fp8 quantization,
 a scaled GEMM whose epilogue indexes tiles of pointers and casts to `c_ptr.type.element_ty`,
 a gated activation), run by rename on the CPU against torch and compiled for sm_90a."""
 
@@ -7,68 +7,7 @@ import pytest
 import torch
 
 import tile
-
-@tile.jit
-def write_zeros_to_output(c_ptr, stride_cm, stride_cn, pid_n, N, offs_token, token_mask, BLOCK_SIZE_M, BLOCK_SIZE_N, compute_type):
-    accumulator = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=compute_type)
-    offs_cn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_token[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = token_mask[:, None] & (offs_cn[None, :] < N)
-    tile.store(c_ptrs, accumulator, mask=c_mask)
-
-@tile.kernel
-def fused_moe_kernel(
-    a_ptr, b_ptr, c_ptr, topk_weights_ptr, sorted_token_ids_ptr, expert_ids_ptr,
-    num_tokens_post_padded_ptr,
-    N, K, EM, num_valid_tokens,
-    stride_am, stride_ak, stride_be, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_SIZE_M: tile.constexpr, BLOCK_SIZE_N: tile.constexpr, BLOCK_SIZE_K: tile.constexpr,
-    GROUP_SIZE_M: tile.constexpr, MUL_ROUTED_WEIGHT: tile.constexpr, top_k: tile.constexpr,
-    compute_type: tile.constexpr,
-):
-    pid = tile.program_id(axis=0)
-    num_pid_m = tile.cdiv(EM, BLOCK_SIZE_M)
-    num_pid_n = tile.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-
-    num_tokens_post_padded = tile.load(num_tokens_post_padded_ptr)
-    if pid_m * BLOCK_SIZE_M >= num_tokens_post_padded:
-        return
-    offs_token_id = pid_m * BLOCK_SIZE_M + tile.arange(0, BLOCK_SIZE_M).to(tile.int64)
-    offs_token = tile.load(sorted_token_ids_ptr + offs_token_id)
-    token_mask = offs_token < num_valid_tokens
-
-    off_experts = tile.load(expert_ids_ptr + pid_m).to(tile.int64)
-    if off_experts == -1:
-        write_zeros_to_output(c_ptr, stride_cm, stride_cn, pid_n, N, offs_token, token_mask,
-                              BLOCK_SIZE_M, BLOCK_SIZE_N, compute_type)
-        return
-
-    offs_bn = (pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N).to(tile.int64)) % N
-    offs_k = tile.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_token[:, None] // top_k * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + off_experts * stride_be + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tile.float32)
-    for k in range(0, tile.cdiv(K, BLOCK_SIZE_K)):
-        a = tile.load(a_ptrs, mask=token_mask[:, None] & (offs_k[None, :] < K - k * BLOCK_SIZE_K), other=0.0)
-        b = tile.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator += tile.dot(a, b)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    if MUL_ROUTED_WEIGHT:
-        moe_weight = tile.load(topk_weights_ptr + offs_token, mask=token_mask, other=0)
-        accumulator = accumulator * moe_weight[:, None]
-    accumulator = accumulator.to(compute_type)
-    offs_cn = pid_n * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_token[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = token_mask[:, None] & (offs_cn[None, :] < N)
-    tile.store(c_ptrs, accumulator, mask=c_mask)
-
+from fused_moe import fused_moe, fused_moe_kernel, reference
 
 @tile.jit
 def scaled_mm_kernel(a_ptr, b_ptr, scale_a_ptr, scale_b_ptr, c_ptr, bias_ptr,
@@ -174,39 +113,6 @@ def _silu_and_mul_kernel(o_ptr, o_stride, x_ptr, x_stride, d, BLOCK_SIZE: tile.c
     tile.store(o_row_ptr + offsets, result, mask=mask)
 
 
-def moe_align_block_size(topk_ids, block, num_experts):
-    """Token ids sorted by expert, each expert's run padded to a multiple of `block` with an
-    out-of-range id; the expert of each block (-1 for an unused one at the end)."""
-    flat = topk_ids.flatten()
-    ids, experts = [], []
-    for e in range(num_experts):
-        t = (flat == e).nonzero().flatten().int()
-        if len(t):
-            t = torch.cat([t, torch.full(((-len(t)) % block,), flat.numel(), dtype=torch.int32)])
-            ids.append(t)
-            experts += [e] * (len(t) // block)
-    ids.append(torch.full((block,), flat.numel(), dtype=torch.int32))  # (a block no expert owns)
-    experts.append(-1)
-    return torch.cat(ids), torch.tensor(experts, dtype=torch.int32), torch.tensor([sum(map(len, ids[:-1]))], dtype=torch.int32)
-
-
-def fused_moe(a, w, topk_weights, topk_ids, BM=16, BN=32, BK=32, mul_routed_weight=True):
-    M, K = a.shape
-    E, N, _ = w.shape
-    top_k = topk_ids.shape[1]
-    c = torch.full((M, top_k, N), float("nan"), dtype=a.dtype)
-    ids, experts, padded = moe_align_block_size(topk_ids, BM, E)
-    grid = (tile.cdiv(ids.numel(), BM) * tile.cdiv(N, BN),)
-    fused_moe_kernel[grid](
-        a, w, c, topk_weights, ids, experts, padded,
-        N, K, ids.numel(), M * top_k,
-        a.stride(0), a.stride(1), w.stride(0), w.stride(2), w.stride(1), c.stride(1), c.stride(2),
-        BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=8,
-        MUL_ROUTED_WEIGHT=mul_routed_weight, top_k=top_k, compute_type=tile.float16,
-    )
-    return c
-
-
 @pytest.mark.parametrize("M,K,N", [(33, 80, 72), (8, 64, 64)])
 def test_fused_moe(M, K, N):
     torch.manual_seed(0)
@@ -215,9 +121,8 @@ def test_fused_moe(M, K, N):
     w = torch.randn(E, N, K, dtype=torch.float16) / 8
     topk_ids = torch.randint(0, E, (M, top_k), dtype=torch.int32)
     topk_weights = torch.rand(M, top_k)
-    c = fused_moe(a, w, topk_weights, topk_ids)
-    ref = torch.einsum("mk,mtnk->mtn", a.float(), w[topk_ids.long()].float()) * topk_weights[..., None]
-    torch.testing.assert_close(c.float(), ref, rtol=1e-2, atol=1e-2)
+    c = fused_moe(a, w, topk_weights, topk_ids, BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32)
+    torch.testing.assert_close(c.float(), reference(a, w, topk_weights, topk_ids), rtol=1e-2, atol=1e-2)
 
 
 def test_fused_moe_sm90a(gpu_target):
@@ -233,6 +138,9 @@ def test_fused_moe_sm90a(gpu_target):
     )
     ptx = launcher.asm["ptx"]
     assert "mma" in ptx and launcher.metadata["ptxas"]["spill_stores"] == 0
+    # The expert weights, [E, N, K] read as B = W.T, go through cp.async rings 16 bytes at a
+    # time (tile-k-major-loads), not element by element.
+    assert "cp.async.cg" in ptx and "ld.global.b16" not in ptx
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -296,3 +204,49 @@ def test_library_kernels_sm90a(gpu_target):
         128, 512, 512, 1e-10, -448.0, 448.0, use_ue8m0=True, BLOCK=128, num_warps=1,
     )
     assert "cvt.rn.satfinite.e4m3x2.f32" in quant.asm["ptx"]  # (the clamp, then the hardware conversion)
+
+
+TWIN_SCRIPT = """
+import os, sys
+root = sys.argv[1]
+sys.path[:0] = [os.path.join(root, "benchmarks"), os.path.join(root, "examples")]
+import torch, triton.language as tl
+import fused_moe as fm
+from library_kernels_on_device import triton_twin
+twin = triton_twin(fm, ["write_zeros_to_output", "fused_moe_kernel"])
+data = torch.load(sys.argv[2])
+a, w, tw, ids, experts, padded, cfg = (data[k] for k in ("a", "w", "tw", "ids", "experts", "padded", "cfg"))
+M, K = a.shape
+E, N, _ = w.shape
+c = torch.empty(M, 2, N, dtype=a.dtype)
+grid = (-(-ids.numel() // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]),)
+twin.fused_moe_kernel[grid](a, w, c, tw, ids, experts, padded, N, K, ids.numel(), M * 2, a.stride(0), a.stride(1),
+                            w.stride(0), w.stride(2), w.stride(1), c.stride(1), c.stride(2), MUL_ROUTED_WEIGHT=True,
+                            top_k=2, compute_type=tl.float16, **cfg)
+torch.save(c, sys.argv[3])
+"""
+
+
+def test_fused_moe_matches_its_triton_twin_in_the_interpreter(tmp_path):
+    """The example renamed back to Triton (`tile.` -> `tl.`, as the GPU benchmark times it) and run
+    by Triton's interpreter gives tile's CPU result bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    from fused_moe import moe_align_block_size
+
+    torch.manual_seed(0)
+    M, K, N, E = 33, 80, 72, 4
+    a, w = torch.randn(M, K, dtype=torch.float16), (torch.randn(E, N, K) / 8).half()
+    topk_ids = torch.stack([torch.randperm(E)[:2] for _ in range(M)]).to(torch.int32)
+    tw = torch.rand(M, 2)
+    cfg = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32, GROUP_SIZE_M=8)
+    ids, experts, padded = moe_align_block_size(topk_ids, 16, E)
+    torch.save(dict(a=a, w=w, tw=tw, ids=ids, experts=experts, padded=padded, cfg=cfg), tmp_path / "in.pt")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", TWIN_SCRIPT, root, str(tmp_path / "in.pt"), str(tmp_path / "out.pt")],
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    triton_out = torch.load(tmp_path / "out.pt")
+    assert torch.equal(fused_moe(a, w, tw, topk_ids, **cfg), triton_out)

@@ -4,7 +4,7 @@ thread writes and another accesses between two barriers, what compute-sanitizer'
 reports on a GPU. The kernels are the examples' (their own shapes and options): a bias row in a
 layout wider than it, `cp.async` copies of a tile smaller than the threads, reductions whose
 result every lane of a butterfly holds, a pipelined layer norm's tail copies, a persistent
-matmul's ring reused per tile."""
+matmul's ring reused per tile, a fused MoE's rings of transposed expert weights."""
 
 import numpy as np
 import pytest
@@ -12,6 +12,7 @@ import torch
 
 import tile
 from flash_attention import attention_kernel
+from fused_moe import fused_moe_kernel
 from fused_softmax import softmax_kernel
 from layer_norm import layer_norm_kernel
 from matmul import matmul_kernel, persistent_matmul_kernel
@@ -46,7 +47,18 @@ CASES = {
     "gather": lambda: gather_kernel.compile(meta(30), meta(30, dtype=torch.int32), meta(30), 30, BLOCK=32),
     # rows of the wgmma scores reduced in place: the four lanes of a row hold its max and sum
     "causal attention": lambda: _attention(2, 3, 200, 64, lse=meta(2, 3, 200, dtype=torch.float32)),
+    # expert weights read as B = W.T (% N): rings of their transposes read in place (tile-k-major-loads)
+    "fused moe": lambda: _fused_moe(100, 256, 192, 8),
 }
+
+
+def _fused_moe(M, K, N, E, BM=64):
+    ids = torch.empty(M * 2 + E * BM, dtype=torch.int32, device="meta")
+    return fused_moe_kernel.compile(
+        meta(M, K), meta(E, N, K), meta(M, 2, N), meta(M, 2, dtype=torch.float32), ids,
+        meta(ids.numel() // BM, dtype=torch.int32), meta(1, dtype=torch.int32), N, K, ids.numel(), 2 * M,
+        K, 1, N * K, 1, K, 2 * N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, GROUP_SIZE_M=8,
+        MUL_ROUTED_WEIGHT=True, top_k=2, compute_type=tile.float16, num_warps=4, num_stages=3)
 
 
 @tile.kernel

@@ -19,7 +19,6 @@ holds get none, so kernels without copies are unchanged.
 from __future__ import annotations
 
 import numpy as np
-from mlir import ir
 from mlir.dialects import arith
 
 from ..common.ir_builders import if_else
