@@ -76,7 +76,9 @@ def check(result: int, what: str) -> None:
     lib.cuGetErrorString(result, desc)
     name_s = name.value.decode() if name.value else f"CUresult {result}"
     desc_s = desc.value.decode() if desc.value else "unknown error"
-    raise CudaError(f"{what} failed: {name_s} ({desc_s})")
+    error = CudaError(f"{what} failed: {name_s} ({desc_s})")
+    error.code = result
+    raise error
 
 
 def _init():

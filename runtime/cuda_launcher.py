@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import linecache
 import re
+import threading
 from collections import Counter
 
 from ..frontend.errors import DeviceUnavailableError, LaunchError
@@ -105,11 +106,19 @@ class CudaLauncher:
                 slots[0][0].value = v
         get_stream, current = _stream_getters()
         stream = get_stream(device)
-        if current() == device:
-            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
-        else:
+        if not getattr(_thread, "ready", False):
+            _ready_thread(device)
+        if current() != device:
             with cuda_driver.on_device(device):
                 fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
+            return
+        try:
+            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
+        except cuda_driver.CudaError as e:
+            if getattr(e, "code", None) != CUDA_ERROR_INVALID_CONTEXT:
+                raise
+            _adopt_primary(device)  # (a thread with no context current yet: see `_generate`)
+            fn.launch_argv(grid, self.block, self._argv, self.shared_bytes, stream, self.pdl)
 
     # ---- the generated per-specialization launch ----------------------------------
     def params_read(self) -> set[int] | None:
@@ -174,13 +183,16 @@ class CudaLauncher:
             "if _sv is None:",
             "    _sv = _stream_arg(_st)",
         ]
+        body += ["if not getattr(_tls, 'ready', False):", "    _ready(_d)"]
         if device is None:
             body.append(f"_r = {launch}")
         else:
             body += ["if _get_device() == _d:", f"    _r = {launch}", "else:", "    with _on_device(_d):", f"        _r = {launch}"]
+        # (a context gone since `_ready` saw one: the primary context made current, and again)
+        body += [f"if _r == {CUDA_ERROR_INVALID_CONTEXT}:", "    _adopt(_d)", f"    _r = {launch}"]
         body += ["if _r:", "    _check(_r, _gx, _gy, _gz)"]
         cells = ["_launch", "_h", "_handles", "_handle", "_on_device", "_argv", "_get_stream", "_get_device", "_streams",
-                 "_stream_arg", "_check"]
+                 "_stream_arg", "_check", "_adopt", "_tls", "_ready"]
         cells += [f"_s{j}" for j in slots] + [f"_tma{j}" for j in maps]
         src = (f"def _make({', '.join(cells)}):\n"
                f"    def launch_{self.name}({', '.join(params)}):\n"
@@ -193,10 +205,31 @@ class CudaLauncher:
         get_stream, get_device = _stream_getters()
         launch = namespace["_make"](cuda_driver.bare("cuLaunchKernel"), self._handles.get(device), self._handles,
                                     lambda d: self.function(d) and self._handles[d], cuda_driver.on_device, self._argv,
-                                    get_stream, get_device, _streams, _stream_arg, launch_failed,
+                                    get_stream, get_device, _streams, _stream_arg, launch_failed, _adopt_primary, _thread, _ready_thread,
                                     *[self._slots[j] for j in slots], *[self._maps[j] for j in maps])
         launch.source = src
         return launch
+
+
+CUDA_ERROR_INVALID_CONTEXT = 201
+
+
+def _adopt_primary(ordinal: int) -> None:
+    """Device `ordinal`'s primary context (torch's) made current on this thread, which had none."""
+    cuda_driver.set_context(cuda_driver.primary_context(ordinal))
+
+
+_thread = threading.local()  # .ready: `_ready_thread` ran on this thread
+
+
+def _ready_thread(ordinal: int) -> None:
+    """A context current on this thread before its first launch: a thread torch started (its
+    autograd workers run a backward) may have none yet, and cuLaunchKernel then fails with
+    CUDA_ERROR_INVALID_CONTEXT (on the H100). The device's primary context, as the CUDA
+    runtime would make current."""
+    if not cuda_driver.current_context():
+        _adopt_primary(ordinal)
+    _thread.ready = True
 
 
 MAX_GRID_YZ = 65535  # CUDA's limit on a grid's y and z (x: 2**31 - 1, which every grid keeps)

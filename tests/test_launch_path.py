@@ -6,6 +6,7 @@ scalars), by the generated fast path and by the general one, and that a change o
 alignment, dtype, int specialization or argument kind picks the right specialization."""
 
 import ctypes
+import threading
 
 import pytest
 import torch
@@ -118,6 +119,7 @@ def driver(monkeypatch):
     monkeypatch.setattr(cuda_driver, "available", lambda: True)
     monkeypatch.setattr(cuda_driver, "Module", fake.module)
     monkeypatch.setattr(cuda_driver, "on_device", fake.on_device)
+    monkeypatch.setattr(cuda_driver, "current_context", lambda: 1)
     monkeypatch.setattr(cuda_launcher, "_getters", (lambda device: STREAM, lambda: 0))
     check_tensor = arguments.check_tensor
     monkeypatch.setattr(arguments, "check_tensor", lambda name, t, want_cuda: check_tensor(name, t, False))
@@ -397,3 +399,35 @@ def test_shared_memory_opt_in_counts_static(driver, static, opts_in):
     launcher.function()
     assert getattr(driver, "opted_in", None) == ((cuda_driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 48 * 1024)
                                                  if opts_in else None)
+
+
+@pytest.mark.parametrize("lost", [False, True])
+@pytest.mark.parametrize("path", ["fast", "general"])
+def test_thread_without_a_context_adopts_the_primary_one(driver, monkeypatch, path, lost):
+    """torch's autograd runs a backward on a worker thread where no context is current yet:
+    before its first launch there, the device's primary context is made current on it, as the
+    CUDA runtime would (so that cuLaunchKernel never fails with CUDA_ERROR_INVALID_CONTEXT,
+    which compute-sanitizer reports); a context gone later (`lost`) is adopted on that error."""
+    record = driver._record
+    state = {"context": None, "refused": 0}
+
+    def launch_needing_a_context(*args):
+        if state["context"] is None:
+            state["refused"] += 1
+            return cuda_launcher.CUDA_ERROR_INVALID_CONTEXT
+        return record(*args)
+
+    monkeypatch.setattr(driver, "_record", launch_needing_a_context)
+    monkeypatch.setattr(cuda_driver, "current_context", lambda: state["context"])
+    monkeypatch.setattr(cuda_driver, "primary_context", lambda ordinal: 0xC0 + ordinal)
+    monkeypatch.setattr(cuda_driver, "set_context", lambda ctx: state.update(context=ctx))
+    monkeypatch.setattr(cuda_launcher, "_thread", threading.local())  # (a new thread)
+    if lost:
+        cuda_launcher._thread.ready = True
+    add = tile.kernel(_add)
+    x, y, out = torch.rand(64), torch.rand(64), torch.empty(64)
+    launch_it = add[(1,)] if path == "fast" else add._generic((1,))
+    launch_it(x, y, out, 64, BLOCK=64)
+    assert state == {"context": 0xC0, "refused": int(lost)} and len(driver.launches) == 1
+    launch_it(x, y, out, 64, BLOCK=64)  # (the context stays current on this thread)
+    assert state["refused"] == int(lost) and len(driver.launches) == 2
