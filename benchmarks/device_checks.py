@@ -26,3 +26,13 @@ class DeviceChecks:
         except AssertionError as e:
             self.failed.append(name)
             print(f"{name}: FAIL {str(e)[:300]}")
+
+    def finish(self, what: str) -> int:
+        """The script's exit status, after its last line (`what`: "int8 dot kernels")."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        if self.compile_only:
+            print(f"{what} compiled")
+            return 0
+        print(f"FAILED: {', '.join(self.failed)}" if self.failed else f"every one of the {what} matches torch")
+        return 1 if self.failed else 0

@@ -67,7 +67,7 @@ def tile_opt(options: dict) -> list[str]:
     distributed = options.get("codegen", "distributed") == "distributed"
     wgmma = " wgmma=1" if options["target"] == "sm_90a" else ""
     pipelined = distributed and options.get("num_stages", 1) > 1
-    fp8 = f"tile-fp8-dots{{num-warps={options['num_warps']}{wgmma if distributed else ''}}}"
+    fp8 = f"tile-fp8-dots{{num-warps={options['num_warps']}{wgmma + ' mma=1' if distributed else ''}}}"
     # (before tile-fuse, the last)
     passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + [fp8] + ["tile-k-major-loads"] * pipelined + TILE_OPT[-1:]
     passes.append(f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}")

@@ -443,6 +443,8 @@ def _verify_dot(op):
     float8 = all(str(_elem(v)) in ("f8E4M3FN", "f8E5M2") for v in op.operands[:2])  # (e4m3 by e5m2 too)
     if _elem(op.operands[0]) != _elem(op.operands[1]) and not float8:
         return "dot operands must have the same element type"
+    if isinstance(_elem(op.operands[0]), ir.IntegerType) and (str(_elem(op.operands[0])) != "i8" or str(_elem(op.operands[2])) != "i32"):
+        return "an integer dot takes i8 operands and an i32 accumulator"
     if "input_precision" in op.attributes:
         precision = ir.StringAttr(op.attributes["input_precision"]).value
         if precision != "tf32" or str(_elem(op.operands[0])) != "f32":

@@ -493,7 +493,9 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
     exactly ("ieee", the default) or, with input_precision="tf32", rounded to tf32 first, which
     puts them on the tensor cores of a GPU. 16-bit operands are exact either way (as in
     Triton, the precision is then ignored). float8 operands (e4m3, e5m2, one of each) go to
-    sm_90a's float8 wgmma, elsewhere widened to f16 exactly."""
+    sm_90a's float8 wgmma, elsewhere widened to f16 exactly. f16 and float8 operands take an
+    f16 accumulator too (out_dtype=float16). int8 operands accumulate in int32, exactly
+    (out_dtype int32; no acc: an int32 result): int8 wgmma or mma.sync on a GPU."""
 
 
 @_builtin

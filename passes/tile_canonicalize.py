@@ -96,6 +96,27 @@ def fold_into_producer(producer: str, new: str):
     return rewrite
 
 
+def _zero_splat(value) -> bool:
+    op = _owner(value)
+    const = _owner(op.operands[0]) if op is not None and op.name == "tile.splat" else None
+    return const is not None and const.name == "arith.constant" and isinstance(const.attributes["value"], ir.IntegerAttr) \
+        and ir.IntegerAttr(const.attributes["value"]).value == 0
+
+
+def add_into_dot(op, rewriter):
+    # %d = "tile.dot"(%a, %b, %zeros) (its one use); %s = arith.addi %acc, %d -> %s = "tile.dot"(%a, %b, %acc)
+    # (an int8 dot's `acc += dot(a, b)`: exact in either order, as Triton's CombineDotAddIPattern; else
+    # the loop would carry a second accumulator, which spilled at 128 x 128 on 4 warps)
+    for d, acc in ((op.operands[1], op.operands[0]), (op.operands[0], op.operands[1])):
+        dot = _owner(d)
+        if dot is not None and dot.name == "tile.dot" and len(list(d.uses)) == 1 and _zero_splat(dot.operands[2]):
+            with rewriter.ip, op.location:
+                folded = create("dot", [op.result.type], [dot.operands[0], dot.operands[1], acc])
+            rewriter.replace_op(op, folded)
+            return None
+    return NO_MATCH
+
+
 def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
     """The pass's patterns: dead-op erasure (and merging) for every pure op, then the folds."""
     out = RewritePatternSet()
@@ -114,6 +135,7 @@ def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
         out.add("tile.broadcast", fold_into_producer("tile.splat", "splat"))
         # split(permute(reshape(acc, (M, 2, N / 2)), (0, 2, 1))) -> two column slices of acc
         out.add("tile.reshape", column_half)
+        out.add("arith.addi", add_into_dot)
     return out
 
 
@@ -166,7 +188,7 @@ def erase_unread_load(op, rewriter):
 @dataclass
 class TileCanonicalize:
     merge: bool = True  # merge identical pure ops of a block
-    fold: bool = True  # the folds of reshapes, broadcasts, transposes and layout conversions
+    fold: bool = True  # the folds of reshapes, broadcasts, transposes, layout conversions and int8 dots' adds
 
     def run(self, module):
         # No folding of the upstream ops: arith.xori(%x, %x) would become a dense tensor constant,

@@ -1,5 +1,9 @@
 """`tile.dot` on tensor cores with `mma.sync.m16n8k16` (a method of the GPU `Translator`);
 an accumulator in the `#tile.wgmma` layout goes to `distributed_wgmma.py` instead.
+int8 operands take `mma.sync.m16n8k32.row.col.s32.s8.s8.s32` into an i32 accumulator
+(`_mma`), read the same way with twice the K per step: A's fragment of 16 rows by 32
+bytes is the 16-bit one's by bytes, and B's is read from a slot that holds its N x K
+transpose (`passes/fp8_dots.py`: `ldmatrix.trans` moves 16-bit elements only).
 
 The accumulator lives in the `#tile.mma` layout (`MmaDistribution`): warp
 (wm, wn) owns a block of 16 x 8 fragments. Both operands are read from shared
@@ -38,13 +42,13 @@ from ..common.lowerings import lowering
 
 
 def k_step(dot) -> int | None:
-    """The K of one mma.sync for this dot's operands (16 for f16/bf16, 8 for f32 as tf32;
-    32 for float8, which only wgmma takes: `passes/fp8_dots.py`), or None where the tensor
-    cores cannot multiply them (exact f32)."""
+    """The K of one mma.sync for this dot's operands (16 for f16/bf16, 8 for f32 as tf32,
+    32 for int8; 32 for float8, which only wgmma takes: `passes/fp8_dots.py`), or None where
+    the tensor cores cannot multiply them (exact f32)."""
     elem = str(ir.RankedTensorType(dot.operands[0].type).element_type)
     if is_tf32(dot):
         return 8
-    return {"f16": 16, "bf16": 16, "f8E4M3FN": 32, "f8E5M2": 32}.get(elem)
+    return {"f16": 16, "bf16": 16, "f8E4M3FN": 32, "f8E5M2": 32, "i8": 32}.get(elem)
 
 
 def _pack(frag, rows: int):
@@ -54,28 +58,34 @@ def _pack(frag, rows: int):
 
 
 def _mma(a_frag, b_frag, acc: list, elem) -> list:
-    """One m16n8k16 step: four f32 accumulators in, four out."""
+    """One m16n8k16 step (m16n8k32 for int8): four f32 (i32) accumulators in, four out."""
     f32 = ir.F32Type.get()
     if str(elem) == "f16":
         c = vector.FromElementsOp(ir.VectorType.get([2, 2], f32), acc).result
         d = nvgpu.MmaSyncOp(c.type, a_frag, b_frag, c, [16, 8, 16]).result
         return [vector.extract(d, [], [i // 2, i % 2]) for i in range(4)]
-    # bf16: nvgpu.mma.sync cannot lower it, so emit the nvvm op (operands packed in i32).
-    struct = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
+    # bf16: nvgpu.mma.sync cannot lower it, so emit the nvvm op (operands packed in i32); int8
+    # too, whose sums wrap (nvgpu's would saturate), as the CPU's and torch's int32 sums do.
+    int8 = str(elem) == "i8"
+    out = ir.IntegerType.get_signless(32) if int8 else f32
+    struct = ir.Type.parse(f"!llvm.struct<({out}, {out}, {out}, {out})>")
+    ptx_type = "s8" if int8 else "bf16"
     attrs = {
         "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"), "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
-        "multiplicandAPtxType": ir.Attribute.parse("#nvvm.mma_type<bf16>"),
-        "multiplicandBPtxType": ir.Attribute.parse("#nvvm.mma_type<bf16>"),
-        "shape": ir.Attribute.parse("#nvvm.shape<m = 16, n = 8, k = 16>"),
+        "multiplicandAPtxType": ir.Attribute.parse(f"#nvvm.mma_type<{ptx_type}>"),
+        "multiplicandBPtxType": ir.Attribute.parse(f"#nvvm.mma_type<{ptx_type}>"),
+        "shape": ir.Attribute.parse(f"#nvvm.shape<m = 16, n = 8, k = {32 if int8 else 16}>"),
         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 2, 4]),
     }
+    if int8:
+        attrs["intOverflowBehavior"] = ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>")
     operands = _pack(a_frag, 4) + _pack(b_frag, 2) + acc
     d = ir.Operation.create("nvvm.mma.sync", results=[struct], operands=operands, attributes=attrs).result
-    return [llvm.ExtractValueOp(f32, d, [i]).result for i in range(4)]
+    return [llvm.ExtractValueOp(out, d, [i]).result for i in range(4)]
 
 
 def _ldmatrix(tile: SharedTile, row, col, tiles: int, trans: bool, phase):
-    ty = ir.VectorType.get([tiles, 2], tile.elem)
+    ty = ir.VectorType.get([tiles, 32 // bits(tile.elem)], tile.elem)  # (a 32-bit register a matrix)
     return nvgpu.LdMatrixOp(ty, tile.buf, [to_index(tile.offset(row, col, phase))], trans, tiles).result
 
 
@@ -84,14 +94,16 @@ def op_tile_dot(self, op):
     a, b, acc = op.operands
     (M, K), (_, N) = ir.RankedTensorType(a.type).shape, ir.RankedTensorType(b.type).shape
     elem = ir.RankedTensorType(a.type).element_type
-    f32 = ir.F32Type.get()
+    int8 = str(elem) == "i8"
+    f32 = ir.IntegerType.get_signless(32) if int8 else ir.F32Type.get()  # (the accumulator's type)
     cd = self.dist(op.results[0])
     tf32 = is_tf32(op)
     step = k_step(op)
-    if step is None or step == 32 and not isinstance(cd, WgmmaDistribution):
-        raise TileError(f"dot on tensor cores takes f16 or bf16 operands (or f32 as tf32; float8 on wgmma), not {elem}")
+    if step is None or step == 32 and not int8 and not isinstance(cd, WgmmaDistribution):
+        raise TileError(f"dot on tensor cores takes f16, bf16 or int8 operands (or f32 as tf32; float8 on wgmma), "
+                        f"not {elem}")
     if not isinstance(cd, MmaDistribution) or K % step or ir.RankedTensorType(acc.type).element_type != f32:
-        raise TileError(f"dot of {M}x{K} by {K}x{N} needs an f32 accumulator in the mma layout and K a multiple of {step}")
+        raise TileError(f"dot of {M}x{K} by {K}x{N} needs an {f32} accumulator in the mma layout and K a multiple of {step}")
     ta, tb = (self.map.get(v) for v in (a, b))
     ta, tb = (t if isinstance(t, SharedTile) else None for t in (ta, tb))
     a_in_registers = isinstance(cd, WgmmaDistribution) and registers_a(self, op)
@@ -108,7 +120,7 @@ def op_tile_dot(self, op):
             elem_b = ir.RankedTensorType(b.type).element_type
             buf_b = buf if elem_b == elem else self.scratch(elem_b, need, align=1024)  # (float8 e4m3 by e5m2)
             base = i32(0 if ta is None or ta.buf != buf else M * K)
-            if step == 32:  # float8 wgmma reads B K-major only: stored transposed (`passes/fp8_dots.py`)
+            if step == 32:  # 8-bit operands are read K-major only: B stored transposed (`passes/fp8_dots.py`)
                 tb = SharedTile(buf_b, base, N, K, elem_b, transposed=True)
                 source = None if isinstance(b.owner, ir.Block) else b.owner.operation
                 if source is not None and source.name == "tile.trans" and self.map.get(b) is None:
@@ -134,35 +146,40 @@ def op_tile_dot(self, op):
     # B transposed: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)).
     # A slot that holds the transpose (`transposed`: K x M for A, N x K for B) gives the same
     # matrices with rows and columns swapped: lane rows r_t = lane % 8 + 8 (lane / 16), columns
-    # c_t = lane & 8, and the `.trans` flag the other way round.
+    # c_t = lane & 8, and the `.trans` flag the other way round. For int8 each k above is a
+    # byte pair (`w` = 2 elements: 16 bytes a matrix row), so columns and K steps double.
+    w = 16 // bits(elem)
+    if w > 1 and (ta.transposed or not tb.transposed):
+        raise TileError("internal: an int8 mma.sync operand is not K-major in shared memory")
     r_l = arith.addi(arith.andi(self.lane, i32(7)), arith.andi(self.lane, i32(8)))
-    c_l = arith.muli(arith.shrui(self.lane, i32(4)), i32(8))
-    r_t = arith.addi(arith.andi(self.lane, i32(7)), c_l)
-    c_t = arith.andi(self.lane, i32(8))
+    c_l = arith.muli(arith.shrui(self.lane, i32(4)), i32(8 * w))
+    r_t = arith.addi(arith.andi(self.lane, i32(7)), arith.muli(arith.shrui(self.lane, i32(4)), i32(8)))
+    c_t = arith.muli(arith.andi(self.lane, i32(8)), i32(w))
     # Every row offset added to r_l (r_t) is a multiple of 8, so each thread's swizzle phase is fixed.
     pa, pb = ta.phase(r_t if ta.transposed else r_l), tb.phase(r_t if tb.transposed else r_l)
     a_row0 = arith.addi(arith.muli(warp_m, i32(tm)), c_t if ta.transposed else r_l)
     b_col0 = arith.muli(warp_n, i32(tn))
     regs = elements(self.value(acc), cd.num_registers)
-    two = ir.VectorType.get([2, 2], elem)
-    for ks in range(K // 16):
+    two = ir.VectorType.get([2, 2 * w], elem)
+    for ks in range(K // step):
         if ta.transposed:
             a_frags = [_ldmatrix(ta, arith.addi(r_t, i32(ks * 16)), arith.addi(a_row0, i32(rm * 16)), 4, True, pa)
                        for rm in range(reps_m)]
         else:
-            a_frags = [_ldmatrix(ta, arith.addi(a_row0, i32(rm * 16)), arith.addi(c_l, i32(ks * 16)), 4, False, pa)
+            a_frags = [_ldmatrix(ta, arith.addi(a_row0, i32(rm * 16)), arith.addi(c_l, i32(ks * step)), 4, False, pa)
                        for rm in range(reps_m)]
         k_row = arith.addi(r_l, i32(ks * 16))
         for rn in range(0, reps_n, 2):
             pair = rn + 1 < reps_n
             if tb.transposed:
-                frag = _ldmatrix(tb, arith.addi(b_col0, arith.addi(r_t, i32(rn * 8))), arith.addi(c_t, i32(ks * 16)),
+                frag = _ldmatrix(tb, arith.addi(b_col0, arith.addi(r_t, i32(rn * 8))), arith.addi(c_t, i32(ks * step)),
                                  4 if pair else 2, False, pb)
             else:
                 col = arith.addi(b_col0, arith.addi(c_l, i32(rn * 8)) if pair else i32(rn * 8))
                 frag = _ldmatrix(tb, k_row, col, 4 if pair else 2, True, pb)
             for j in range(2 if pair else 1):
-                b_frag = frag if not pair else vector.FromElementsOp(two, [vector.extract(frag, [], [2 * j + r, c]) for r in (0, 1) for c in (0, 1)]).result
+                b_frag = frag if not pair else vector.FromElementsOp(
+                    two, [vector.extract(frag, [], [2 * j + r, c]) for r in (0, 1) for c in range(2 * w)]).result
                 for rm in range(reps_m):
                     idx = [cd.register(rm, rn + j, i) for i in range(4)]
                     out = _mma(a_frags[rm], b_frag, [regs[i] for i in idx], elem)

@@ -133,13 +133,19 @@ def _wgmma_registers_a(struct, acc, n: int, frags: list, desc_b, tn: int, elem, 
     return llvm.InlineAsmOp(struct, accs + frags + [desc_b], asm, constraints, has_side_effects=True).result
 
 
-_WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+_WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "i8": "s8", "f32": "f32", "i32": "s32"}
+
+
+def accumulator_struct(elem, n: int):
+    """The LLVM struct of `n` accumulator registers of type `elem` (f32; i32 for int8 dots)."""
+    return ir.Type.parse("!llvm.struct<(" + ", ".join([str(elem)] * n) + ")>")
 
 
 def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | None = None, groups: range | None = None,
               regs: list | None = None):
-    """ta None: A from registers (`registers_a`). float8 operands (e4m3, e5m2, one of each)
-    take `m64nNk32` steps, both K-major (A as loaded, B from a transposed tile). A chunk of
+    """ta None: A from registers (`registers_a`). 8-bit operands (float8 e4m3, e5m2, one of
+    each; int8, into an s32 accumulator) take `m64nNk32` steps, both K-major (A as loaded, B
+    from a transposed tile). A chunk of
     B in `tb` (one warpgroup along N): `steps`, only those K steps (`tb` holding their rows
     of B), or `groups`, only those 8-column groups of N (`tb` holding their columns), onto
     the accumulator registers `regs` (default: all of them, onto the accumulator operand's).
@@ -148,10 +154,10 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | No
     cd = self.dist(op.results[0])
     elem = tb.elem
     elem_a = ir.RankedTensorType(op.operands[0].type).element_type
-    kstep = 256 // bits(elem)  # 32 bytes of K an instruction: k16 for 16-bit types, k32 for float8
+    kstep = 256 // bits(elem)  # 32 bytes of K an instruction: k16 for 16-bit types, k32 for 8-bit ones
     if bits(elem) == 8 and (ta is None or ta.transposed or not tb.transposed):
-        raise TileError("internal: a float8 wgmma operand is not K-major in shared memory")
-    f32 = ir.F32Type.get()
+        raise TileError("internal: an 8-bit wgmma operand is not K-major in shared memory")
+    acc_elem = ir.RankedTensorType(acc.type).element_type  # (i32 for int8 operands)
     gn = cd.layout.warpgroups[1]
     (tm, tn), (reps_m, reps_n) = cd.warp_tile, cd.reps
     # The warpgroup, broadcast from lane 0: ptxas then keeps the descriptors in uniform
@@ -176,7 +182,7 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | No
 
     groups = range(reps_n) if groups is None else groups
     tn, width = len(groups) * 8, len(groups) * 4  # (the instruction's N and accumulator registers)
-    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * width) + ")>")
+    struct = accumulator_struct(acc_elem, width)
     regs = elements(self.value(acc), cd.num_registers) if regs is None else regs
     accs = []
     for rm in range(reps_m):
@@ -188,7 +194,7 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | No
     attrs = [ir.Attribute.parse(a) for a in (
         f"#nvvm.shape<m = 64, n = {tn}, k = {kstep}>", f"#nvvm.wgmma_type<{_WGMMA_TYPES[str(elem_a)]}>",
         f"#nvvm.wgmma_type<{_WGMMA_TYPES[str(elem)]}>",
-        "#nvvm.wgmma_type<f32>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
+        f"#nvvm.wgmma_type<{_WGMMA_TYPES[str(acc_elem)]}>", "#nvvm.wgmma_scale_out<one>", "#nvvm.wgmma_scale_in<one>",
         "#nvvm.wgmma_scale_in<one>", *(f"#nvvm.mma_layout<{'col' if t is not None and t.transposed else 'row'}>"
                                        for t in (ta, tb)))]
     if ta is None:
@@ -213,8 +219,8 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | No
     out = list(regs)
     for rm in range(reps_m):
         for j in range(width):
-            out[cd.register(rm, groups[0], 0) + j] = llvm.ExtractValueOp(f32, accs[rm], [j]).result
-    self.map[op.results[0]] = from_elements(out, f32)
+            out[cd.register(rm, groups[0], 0) + j] = llvm.ExtractValueOp(acc_elem, accs[rm], [j]).result
+    self.map[op.results[0]] = from_elements(out, acc_elem)
     return out
 
 
@@ -225,9 +231,9 @@ def op_tile_dot_wait(self, op):
     operands to order them by)."""
     regs = elements(self.value(op.operands[0]), self.dist(op.operands[0]).num_registers)
     n = len(regs)
-    f32 = ir.F32Type.get()
-    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * n) + ")>")
+    acc_elem = ir.RankedTensorType(op.operands[0].type).element_type  # (i32 for int8 dots)
+    struct = accumulator_struct(acc_elem, n)
     pending = ir.IntegerAttr(op.attributes["pending"]).value
-    constraints = ",".join(["=f"] * n + [str(i) for i in range(n)])
+    constraints = ",".join(["=f" if isinstance(acc_elem, ir.F32Type) else "=r"] * n + [str(i) for i in range(n)])
     done = llvm.InlineAsmOp(struct, regs, f"wgmma.wait_group.sync.aligned {pending};", constraints, has_side_effects=True).result
-    self.map[op.results[0]] = from_elements([llvm.ExtractValueOp(f32, done, [i]).result for i in range(n)], f32)
+    self.map[op.results[0]] = from_elements([llvm.ExtractValueOp(acc_elem, done, [i]).result for i in range(n)], acc_elem)

@@ -127,3 +127,33 @@ func.func @other_blocks(%c: i1) -> tensor<8xi32> {
   }
   return %r : tensor<8xi32>
 }
+
+// -----
+
+// `acc += dot(a, b)` of int8 tiles: the dot of zeros and the add are one dot into acc (exact);
+// a float dot's add stays (its rounding would change).
+// CHECK-LABEL: func.func @int8_dot_add
+// CHECK-NOT: arith.addi
+// CHECK: %[[D:.*]] = "tile.dot"(%arg0, %arg1, %arg2) : (tensor<64x32xi8>, tensor<32x16xi8>, tensor<64x16xi32>) -> tensor<64x16xi32>
+// CHECK-NOT: arith.addi
+// CHECK: return %[[D]]
+func.func @int8_dot_add(%a: tensor<64x32xi8>, %b: tensor<32x16xi8>, %acc: tensor<64x16xi32>) -> tensor<64x16xi32> {
+  %c0 = arith.constant 0 : i32
+  %z = "tile.splat"(%c0) : (i32) -> tensor<64x16xi32>
+  %d = "tile.dot"(%a, %b, %z) : (tensor<64x32xi8>, tensor<32x16xi8>, tensor<64x16xi32>) -> tensor<64x16xi32>
+  %s = arith.addi %acc, %d : tensor<64x16xi32>
+  return %s : tensor<64x16xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @f16_dot_add
+// CHECK: "tile.dot"
+// CHECK: arith.addf
+func.func @f16_dot_add(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %acc: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %z = "tile.splat"(%c0) : (f32) -> tensor<64x16xf32>
+  %d = "tile.dot"(%a, %b, %z) : (tensor<64x32xf16>, tensor<32x16xf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  %s = arith.addf %acc, %d : tensor<64x16xf32>
+  return %s : tensor<64x16xf32>
+}

@@ -1,5 +1,6 @@
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-fp8-dots{wgmma=1 num-warps=8})' | FileCheck %s
 // RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-fp8-dots{num-warps=8})' | FileCheck %s --check-prefix=WIDE
+// RUN: tile-opt %s --split-input-file --pass-pipeline='builtin.module(tile-fp8-dots{mma=1 num-warps=8})' | FileCheck %s --check-prefix=MMA
 
 // A float8 dot that wgmma takes keeps its operands; its fp8_b says how B gets K-major:
 // a load of a column-major block (b[k, n] at k + n * s) is copied transposed.
@@ -106,4 +107,25 @@ func.func @k_major_b_by_increments(%b: !buf, %a: tensor<128x64xf8E4M3FN>, %acc: 
   %y = "tile.load"(%b, %offs, %mask, %other) : (!buf, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xf8E4M3FN>) -> tensor<64x128xf8E4M3FN>
   %c = "tile.dot"(%a, %y, %acc) : (tensor<128x64xf8E4M3FN>, tensor<64x128xf8E4M3FN>, tensor<128x128xf32>) -> tensor<128x128xf32>
   return %c : tensor<128x128xf32>
+}
+
+// -----
+
+// An int8 dot is never widened: wgmma keeps it (B made K-major as a float8 B is), and so does
+// mma.sync (`mma=1`: the distributed codegen, for dots wgmma cannot take, M = 16); without
+// either it stays as it is (summed in int32 by a matmul).
+// CHECK-LABEL: func.func @int8_dots
+// CHECK: "tile.dot"(%arg0, %arg1, %arg2) {fp8_b = "transposed_in_shared"} : (tensor<128x64xi8>, tensor<64x128xi8>, tensor<128x128xi32>)
+// CHECK: "tile.dot"(%arg3, %arg1, %arg4) : (tensor<16x64xi8>, tensor<64x128xi8>, tensor<16x128xi32>)
+// MMA-LABEL: func.func @int8_dots
+// MMA-COUNT-2: {fp8_b = "transposed_in_shared"}
+// WIDE-LABEL: func.func @int8_dots
+// WIDE-NOT: arith.
+// WIDE-NOT: fp8_b
+// WIDE: return
+func.func @int8_dots(%a: tensor<128x64xi8>, %b: tensor<64x128xi8>, %acc: tensor<128x128xi32>, %a16: tensor<16x64xi8>,
+                     %acc16: tensor<16x128xi32>) -> (tensor<128x128xi32>, tensor<16x128xi32>) {
+  %c = "tile.dot"(%a, %b, %acc) : (tensor<128x64xi8>, tensor<64x128xi8>, tensor<128x128xi32>) -> tensor<128x128xi32>
+  %d = "tile.dot"(%a16, %b, %acc16) : (tensor<16x64xi8>, tensor<64x128xi8>, tensor<16x128xi32>) -> tensor<16x128xi32>
+  return %c, %d : tensor<128x128xi32>, tensor<16x128xi32>
 }
