@@ -23,21 +23,12 @@ LAUNCHES = 50
 
 
 def main() -> int:
-    import argparse
+    from device_checks import script_args
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    ap.add_argument("--launches", type=int, default=LAUNCHES)
-    args = ap.parse_args()
-    if args.compile_only:
-        os.environ.setdefault("TILE_TARGET", "sm_90a")
-        os.environ["TILE_COMPILE_ONLY"] = "1"
+    args = script_args(LAUNCHES)
     import torch
 
-    from implementations import _examples
     from matmul_rounds import interleaved_launches, ratio_summary
-
-    _examples()
     import flash_attention
     import flash_attention_bwd as fab
 

@@ -36,3 +36,24 @@ class DeviceChecks:
             return 0
         print(f"FAILED: {', '.join(self.failed)}" if self.failed else f"every one of the {what} matches torch")
         return 1 if self.failed else 0
+
+
+def script_args(launches: int):
+    """The arguments of a timed device script (`--compile-only`, `--launches`, default
+    `launches`); with `--compile-only` (the CPU machine) its launches build for sm_90a into the
+    cache and run nothing. The examples' folder is put on the path."""
+    import argparse
+    import os
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--launches", type=int, default=launches)
+    args = ap.parse_args()
+    if args.compile_only:
+        os.environ.setdefault("TILE_TARGET", "sm_90a")
+        os.environ["TILE_COMPILE_ONLY"] = "1"
+    from implementations import _examples
+
+    _examples()
+    return args
+

@@ -152,20 +152,11 @@ def point(M, N, K, scaling, compile_only: bool, launches: int, sms: int) -> dict
 
 
 def main() -> int:
-    import argparse
+    from device_checks import script_args
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    ap.add_argument("--launches", type=int, default=LAUNCHES)
-    args = ap.parse_args()
-    if args.compile_only:
-        os.environ.setdefault("TILE_TARGET", "sm_90a")
-        os.environ["TILE_COMPILE_ONLY"] = "1"
+    args = script_args(LAUNCHES)
     import torch
 
-    from implementations import _examples
-
-    _examples()
     torch.manual_seed(0)
     sms = SMS if args.compile_only else torch.cuda.get_device_properties(0).multi_processor_count
     checks = dot_checks(args.compile_only)

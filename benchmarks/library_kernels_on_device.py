@@ -39,20 +39,11 @@ def triton_twin(module, names: list[str]):
 
 
 def main() -> int:
-    import argparse
+    from device_checks import script_args
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    ap.add_argument("--launches", type=int, default=LAUNCHES)
-    args = ap.parse_args()
-    if args.compile_only:
-        os.environ.setdefault("TILE_TARGET", "sm_90a")
-        os.environ["TILE_COMPILE_ONLY"] = "1"
+    args = script_args(LAUNCHES)
     import torch
 
-    from implementations import _examples
-
-    _examples()
     import fused_moe as fm
 
     M, E, N, K, top_k = (SHAPE[k] for k in ("M", "E", "N", "K", "top_k"))

@@ -134,20 +134,11 @@ def rms_norm(compile_only: bool, launches: int) -> dict:
 
 
 def main() -> int:
-    import argparse
+    from device_checks import script_args
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile-only", action="store_true")
-    ap.add_argument("--launches", type=int, default=LAUNCHES)
-    args = ap.parse_args()
-    if args.compile_only:
-        os.environ.setdefault("TILE_TARGET", "sm_90a")
-        os.environ["TILE_COMPILE_ONLY"] = "1"
+    args = script_args(LAUNCHES)
     import torch
 
-    from implementations import _examples
-
-    _examples()
     torch.manual_seed(0)
     summary = {"cross_entropy": cross_entropy(args.compile_only, args.launches),
                "rms_norm": rms_norm(args.compile_only, args.launches)}
