@@ -269,6 +269,20 @@ def _clamp(x, min, max, propagate_nan=None):
     return semantics.extremum("min", semantics.extremum("max", x, min, "clamp's operand", nan), max, "clamp's operand", nan)
 
 
+def _arithmetic(op: str):
+    """Triton's tl.add/sub/mul: the operator (`sanitize_overflow` checks only under its sanitizer)."""
+    def emit(x, y, sanitize_overflow=True):
+        if isinstance(x, Pointer) or isinstance(y, Pointer):
+            raise SemanticError(f"tile.{_NAMES[op]} takes tiles and scalars; offset a pointer with `+`")
+        return semantics.binary(op, x, y)
+    return emit
+
+
+_NAMES = {"+": "add", "-": "sub", "*": "mul"}
+for _op, _name in _NAMES.items():
+    emitter(_name)(_arithmetic(_op))
+
+
 @emitter("fma")
 def _fma(x, y, z):
     x, y = semantics.operands(x, y, "fma's operand")  # (three times: one dtype and shape for all three)

@@ -217,6 +217,23 @@ def _make_tensor_descriptor(base, shape, strides, block_shape, padding_option="z
     return TensorDescriptor(base, shape, strides, block, padding_option)
 
 
+def _descriptor(desc, what: str) -> TensorDescriptor:
+    if not isinstance(desc, TensorDescriptor):
+        raise SemanticError(f"{what} needs a tensor descriptor (tile.make_tensor_descriptor or a TensorDescriptor "
+                            f"argument), got {_describe(desc)}")
+    return desc
+
+
+@emitter("load_tensor_descriptor")
+def _load_tensor_descriptor(desc, offsets):
+    return _descriptor(desc, "load_tensor_descriptor").load(offsets)
+
+
+@emitter("store_tensor_descriptor")
+def _store_tensor_descriptor(desc, offsets, value):
+    return _descriptor(desc, "store_tensor_descriptor").store(offsets, value)
+
+
 @emitter("make_block_ptr")
 def _make_block_ptr(base, shape, strides, offsets, block_shape, order=None):
     block = _block_shape(block_shape, "block_shape")

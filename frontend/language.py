@@ -100,6 +100,31 @@ class tensor_descriptor:
 
 
 @_builtin
+def load_tensor_descriptor(desc, offsets):
+    """`desc.load(offsets)` (Triton's function spelling)."""
+
+
+@_builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """`desc.store(offsets, value)` (Triton's function spelling)."""
+
+
+@_builtin
+def add(x, y, sanitize_overflow=True):
+    """x + y (Triton's function spelling; integer overflow wraps, as `+` does)."""
+
+
+@_builtin
+def sub(x, y, sanitize_overflow=True):
+    """x - y (Triton's function spelling)."""
+
+
+@_builtin
+def mul(x, y, sanitize_overflow=True):
+    """x * y (Triton's function spelling)."""
+
+
+@_builtin
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of `base` (a tensor, plus a scalar offset) seen as a tensor of `shape` and
     `strides` (the last 1), read and written in blocks of `block_shape` (powers of two):
