@@ -94,3 +94,13 @@ def test_batched_dot_bad_shapes(tmp_path):
     with pytest.raises(tile.CompilationError, match=r"batched dot needs \(B, M, K\) and \(B, K, N\)") as e:
         mod.k[(1,)](torch.randn(64), torch.empty(16))
     assert e.value.line == 8
+
+
+def test_too_much_shared_memory_points_at_a_line(gpu_target):
+    """Past the static shared memory a kernel without rings has, the error names the line of
+    the op whose buffer is the largest, not the kernel's `def`."""
+    gpu_target("sm_90a")
+    e = lambda *s: torch.empty(s, dtype=torch.float16, device="meta")  # noqa: E731
+    with pytest.raises(tile.CompilationError, match="tile too large") as err:
+        batched_no_acc.compile(e(4, 16, 512), e(4, 512, 16), e(4, 16, 16), B=4, M=16, K=512, N=16)
+    assert "tile.load" in err.value.source_line and "def " not in err.value.source_line, err.value.source_line

@@ -88,7 +88,7 @@ def _with_space(ty, space):
 def place_buffers(fn, gpu_module, loops, name: str) -> int:
     """Shared memory for buffers written by distributed loops, private allocas for the rest."""
     workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
-    shared_bytes = 0
+    shared_bytes, largest = 0, None  # (largest: the biggest buffer's bytes and location, where a too-large error points)
     for i, alloc in enumerate(collect(fn, {"memref.alloc"})):
         aliases = alias_set(alloc)
         writers = [s for s in collect(fn, {"memref.store"}) if any(s.operands[1] == a for a in aliases)]
@@ -96,6 +96,8 @@ def place_buffers(fn, gpu_module, loops, name: str) -> int:
         if not ty.has_static_shape:
             raise TileError("a tile buffer has a dynamic shape; tiles must have static shapes")
         if any(_in_any(w, loops) for w in writers):
+            if largest is None or _bytes(ty) > largest[0]:
+                largest = (_bytes(ty), alloc.location)
             shared_bytes += _bytes(ty)
             sym = f"__tile_shared_{i}"
             gty = _with_space(ty, workgroup)
@@ -113,8 +115,10 @@ def place_buffers(fn, gpu_module, loops, name: str) -> int:
     for d in collect(fn, {"memref.dealloc"}):
         d.erase()
     if shared_bytes > STATIC_SHARED_LIMIT:
-        raise TileError(f"tile too large: kernel {name}: its tiles need {shared_bytes} bytes of shared memory, more than the "
+        err = TileError(f"tile too large: kernel {name}: its tiles need {shared_bytes} bytes of shared memory, more than the "
                         f"{STATIC_SHARED_LIMIT} this target allows; use smaller block sizes")
+        err.location = largest[1]  # (the op of the biggest buffer: the user's line)
+        raise err
     return shared_bytes
 
 
