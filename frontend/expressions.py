@@ -28,6 +28,11 @@ _PY_OPS = {
     "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le, ">": operator.gt,
     ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "@": operator.matmul,
 }
+def _pointer_tile(obj) -> bool:
+    """Whether obj is a tile of pointers (`x + offsets` of a tile of offsets), not one pointer."""
+    return isinstance(obj, Pointer) and isinstance(obj.offsets, Tile) and not obj.offsets.is_scalar
+
+
 _PY_COMPARISONS = {"is": operator.is_, "is not": operator.is_not, "in": lambda a, b: a in b,
                    "not in": lambda a, b: a not in b}
 _SAFE_PY_BUILTINS = {**KERNEL_BUILTINS, "abs": py.abs, "int": int, "float": float, "len": len, "bool": bool, "tuple": tuple}
@@ -260,9 +265,7 @@ class Expressions:
 
     def expr_getattr(self, node):
         obj, name = self.expr(node.children[0]), _name(node.children[1])
-        scalar = isinstance(obj, TensorArg) or isinstance(obj, Pointer) and not isinstance(obj.offsets, Tile) \
-            or isinstance(obj, Pointer) and obj.offsets.is_scalar
-        if isinstance(obj, (TensorArg, Pointer)) and (name == "dtype" or name == "type" and scalar):
+        if isinstance(obj, (TensorArg, Pointer)) and (name == "dtype" or name == "type" and not _pointer_tile(obj)):
             # (Triton's `x_ptr.dtype.element_ty`, and `x_ptr.type.element_ty` of a scalar pointer)
             return dtypes.pointer_type((obj if isinstance(obj, TensorArg) else obj.base).dtype)
         if isinstance(obj, TensorArg):
@@ -285,7 +288,7 @@ class Expressions:
         if not is_runtime(obj):
             keys = [self.expr(i) for i in items]
             return obj[keys[0] if len(keys) == 1 else tuple(keys)]
-        if isinstance(obj, Pointer) and isinstance(obj.offsets, Tile) and not obj.offsets.is_scalar:
+        if _pointer_tile(obj):
             return Pointer(obj.base, self.index_tile(node, obj.offsets, items))  # (a tile of pointers: `ptrs[:, None]`)
         if not isinstance(obj, Tile):
             raise self.error(node, "only tiles can be indexed, with `:` and `None` (as in x[:, None])")

@@ -106,16 +106,14 @@ def _device(ordinal: int) -> int:
     return dev.value
 
 
-def ensure_context() -> int:
+def ensure_context(ordinal: int = 0) -> int:
     """Make a context current on this thread and return its handle: the one torch
-    already made current (so we share its allocations), else device 0's primary."""
-    lib = _init()
-    ctx = c_void_p()
-    check(lib.cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
-    if not ctx.value:
-        check(lib.cuDevicePrimaryCtxRetain(ctx, _device(0)), "cuDevicePrimaryCtxRetain")
-        check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    return ctx.value
+    already made current (so we share its allocations), else device `ordinal`'s primary."""
+    ctx = current_context()
+    if not ctx:
+        ctx = primary_context(ordinal)
+        set_context(ctx)
+    return ctx
 
 
 _primary: dict = {}  # device ordinal -> its retained primary context (torch's, for that device)

@@ -227,8 +227,7 @@ def _ready_thread(ordinal: int) -> None:
     autograd workers run a backward) may have none yet, and cuLaunchKernel then fails with
     CUDA_ERROR_INVALID_CONTEXT (on the H100). The device's primary context, as the CUDA
     runtime would make current."""
-    if not cuda_driver.current_context():
-        _adopt_primary(ordinal)
+    cuda_driver.ensure_context(ordinal)
     _thread.ready = True
 
 
