@@ -18,6 +18,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+sys.path.insert(0, os.path.join(os.getcwd(), "examples"))  # (test_library_kernels imports fused_moe)
 
 from device_checks import DeviceChecks  # noqa: E402
 

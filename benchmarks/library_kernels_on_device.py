@@ -38,6 +38,45 @@ def triton_twin(module, names: list[str]):
     return twin
 
 
+def moe_inputs(dev: str):
+    """(a, w, topk_weights, topk_ids) at SHAPE, seeded."""
+    import torch
+
+    M, E, N, K, top_k = (SHAPE[k] for k in ("M", "E", "N", "K", "top_k"))
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(M, K, generator=g).half().to(dev)
+    w = (torch.randn(E, N, K, generator=g) / K ** 0.5).half().to(dev)
+    topk_ids = torch.stack([torch.randperm(E, generator=g)[:top_k] for _ in range(M)]).to(torch.int32).to(dev)
+    topk_weights = torch.rand(M, top_k, generator=g).to(dev)
+    return a, w, topk_weights, topk_ids
+
+
+def moe_launchers(dev: str, inputs=None):
+    """({"tile": launch, "triton": launch}, their outputs): the MoE kernel alone at fm.CONFIG,
+    tile's and its Triton twin's (ncu_pair.py profiles them)."""
+    import torch
+    import triton.language as tl
+
+    import fused_moe as fm
+    import tile
+
+    a, w, topk_weights, topk_ids = inputs or moe_inputs(dev)
+    M, E, N, K, top_k = (SHAPE[k] for k in ("M", "E", "N", "K", "top_k"))
+    twin = triton_twin(fm, ["write_zeros_to_output", "fused_moe_kernel"])
+    ids, experts, padded = fm.moe_align_block_size(topk_ids, fm.CONFIG["BLOCK_SIZE_M"], E)
+    outs = {k: torch.empty(M, top_k, N, dtype=a.dtype, device=dev) for k in ("tile", "triton")}
+    grid = (-(-ids.numel() // fm.CONFIG["BLOCK_SIZE_M"]) * -(-N // fm.CONFIG["BLOCK_SIZE_N"]),)
+
+    def launcher(kernel, c, compute_type):
+        return lambda: kernel[grid](
+            a, w, c, topk_weights, ids, experts, padded, N, K, ids.numel(), M * top_k,
+            a.stride(0), a.stride(1), w.stride(0), w.stride(2), w.stride(1), c.stride(1), c.stride(2),
+            MUL_ROUTED_WEIGHT=True, top_k=top_k, compute_type=compute_type, **fm.CONFIG)
+
+    return {"tile": launcher(fm.fused_moe_kernel, outs["tile"], tile.float16),
+            "triton": launcher(twin.fused_moe_kernel, outs["triton"], tl.float16)}, outs
+
+
 def main() -> int:
     from device_checks import script_args
 
@@ -46,13 +85,8 @@ def main() -> int:
 
     import fused_moe as fm
 
-    M, E, N, K, top_k = (SHAPE[k] for k in ("M", "E", "N", "K", "top_k"))
     dev = "cpu" if args.compile_only else "cuda"  # (the routing is computed in torch: real tensors)
-    g = torch.Generator().manual_seed(0)
-    a = torch.randn(M, K, generator=g).half().to(dev)
-    w = (torch.randn(E, N, K, generator=g) / K ** 0.5).half().to(dev)
-    topk_ids = torch.stack([torch.randperm(E, generator=g)[:top_k] for _ in range(M)]).to(torch.int32).to(dev)
-    topk_weights = torch.rand(M, top_k, generator=g).to(dev)
+    a, w, topk_weights, topk_ids = moe_inputs(dev)
     got = fm.fused_moe(a, w, topk_weights, topk_ids)
     if args.compile_only:
         return 0
@@ -65,27 +99,12 @@ def main() -> int:
 
     from matmul_rounds import interleaved_launches, ratio_summary
 
-    twin = triton_twin(fm, ["write_zeros_to_output", "fused_moe_kernel"])
-    ids, experts, padded = fm.moe_align_block_size(topk_ids, fm.CONFIG["BLOCK_SIZE_M"], E)
-    c_tile, c_triton = torch.empty(M, top_k, N, dtype=a.dtype, device=dev), torch.empty(M, top_k, N, dtype=a.dtype, device=dev)
-    grid = (-(-ids.numel() // fm.CONFIG["BLOCK_SIZE_M"]) * -(-N // fm.CONFIG["BLOCK_SIZE_N"]),)
-
-    def launcher(kernel, c, compute_type):
-        return lambda: kernel[grid](
-            a, w, c, topk_weights, ids, experts, padded, N, K, ids.numel(), M * top_k,
-            a.stride(0), a.stride(1), w.stride(0), w.stride(2), w.stride(1), c.stride(1), c.stride(2),
-            MUL_ROUTED_WEIGHT=True, top_k=top_k, compute_type=compute_type, **fm.CONFIG)
-
-    import triton.language as tl
-
-    import tile
-
-    fns = {"tile": launcher(fm.fused_moe_kernel, c_tile, tile.float16),
-           "triton": launcher(twin.fused_moe_kernel, c_triton, tl.float16)}
+    fns, outs = moe_launchers(dev, (a, w, topk_weights, topk_ids))
+    M, top_k, N, K = (SHAPE[k] for k in ("M", "top_k", "N", "K"))
     for name, fn in fns.items():
         fn()
     torch.cuda.synchronize()
-    for name, c in (("tile", c_tile), ("triton", c_triton)):
+    for name, c in outs.items():
         e = (c.float() - want).abs().max().item()
         print(f"{name} at the benchmark config: max abs error {e:.3g}")
         if not e < 5e-2:

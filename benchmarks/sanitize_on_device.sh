@@ -6,7 +6,9 @@
 # $OUT/sanitize.txt, the tools' own reports in $OUT/sanitize-<tool>.log.
 #   bash benchmarks/sanitize_on_device.sh [EXAMPLE ...]     # default: every example
 # TOOLS (default "memcheck racecheck synccheck") and SCRIPTS (default "regressions_on_device
-# language_on_device"; empty for examples only) narrow a run that must fit a short device call.
+# language_on_device"; empty for examples only) narrow a run that must fit a short device call;
+# ONE_PROCESS=1 runs the examples in one process a tool (one torch start-up under the tool, not one
+# an example; the tool's report still names each kernel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEVICE_DIR:-.device}
@@ -33,10 +35,15 @@ run() {  # tool, label, command...
     [ "$rc" -ne 0 ] && status=1
 }
 for tool in ${TOOLS:-memcheck racecheck synccheck}; do
-    for name in "${names[@]}"; do
-        echo "=== $name" >>"$OUT/sanitize-$tool.log"
-        run "$tool" "$name" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "$name"
-    done
+    if [ "${ONE_PROCESS:-0}" = 1 ]; then
+        echo "=== ${names[*]}" >>"$OUT/sanitize-$tool.log"
+        run "$tool" "examples (${#names[@]})" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "${names[@]}"
+    else
+        for name in "${names[@]}"; do
+            echo "=== $name" >>"$OUT/sanitize-$tool.log"
+            run "$tool" "$name" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "$name"
+        done
+    fi
     for script in ${SCRIPTS-regressions_on_device language_on_device}; do
         echo "=== $script" >>"$OUT/sanitize-$tool.log"
         run "$tool" "$script" python3 "$D"/src/tile/benchmarks/$script.py

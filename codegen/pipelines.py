@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from ..frontend.errors import TileError
 
+# The PTX ISA each target is written in: 8.1 on sm_90 for vector `atom` (distributed_atomic.py).
+PTX_FEATURES = {"sm_80": "+ptx80", "sm_90": "+ptx81", "sm_90a": "+ptx81"}
+
 GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
 
 # tile-canonicalize after canonicalize and cse: what they cannot do to tile ops (IRDL gives them no traits).
@@ -109,7 +112,7 @@ def gpu_distributed(options: dict) -> list[str]:
 
 
 def nvvm(target: str) -> list[str]:
-    features = "+ptx80"
+    features = PTX_FEATURES.get(target, "+ptx80")
     # convert-math-to-llvm after convert-gpu-to-nvvm: the math ops libdevice has no function
     # for (math.absi of i8 and i16: it has __nv_abs for i32 alone) become LLVM intrinsics.
     return [

@@ -400,3 +400,65 @@ def test_same_results_as_tritons_interpreter():
     run = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, os.path.dirname(__file__)], env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
+
+
+@tile.kernel
+def rows_into_kernel(dw, x, n_rows, n_cols, stride, BLOCK: tile.constexpr):
+    """Each program adds its rows into dw, index arithmetic (an RMSNorm's dW, atomically)."""
+    cols = tile.arange(0, BLOCK)
+    acc = tile.zeros((BLOCK,), dtype=tile.float32)
+    for r in range(tile.program_id(0), n_rows, tile.num_programs(0)):
+        acc += tile.load(x + r * stride + cols, mask=cols < n_cols, other=0.0).to(tile.float32)
+    tile.atomic_add(dw + cols, acc.to(dw.dtype.element_ty), mask=cols < n_cols)
+
+
+@tile.kernel
+def rows_into_pointer_kernel(dw, x, n_rows, n_cols, stride, BLOCK: tile.constexpr,):
+    """The same with pointer increments, as library kernels write it."""
+    cols = tile.arange(0, BLOCK)
+    mask = cols < n_cols
+    x += tile.program_id(0) * stride
+    acc = tile.zeros((BLOCK,), dtype=tile.float32)
+    for _ in range(tile.program_id(0), n_rows, tile.num_programs(0)):
+        acc += tile.load(x + cols, mask=mask, other=0.0).to(tile.float32)
+        x += tile.num_programs(0) * stride
+    dw += cols
+    tile.atomic_add(dw, acc.to(dw.dtype.element_ty), mask=mask)
+
+
+def _rows_into(kernel, dtype, rows, cols, device="cpu", programs=5, BLOCK=None, x=None):
+    if x is None:
+        x = torch.randint(-8, 8, (rows, cols + 3), generator=torch.Generator().manual_seed(5)).to(dtype)[:, :cols]
+    dw = torch.zeros(cols, dtype=dtype, device=device)
+    block = BLOCK or 1 << (cols - 1).bit_length()
+    kernel[(programs,)](dw, x.to(device), rows, cols, x.stride(0), BLOCK=block)
+    return x, dw
+
+
+@pytest.mark.parametrize("kernel", [rows_into_kernel, rows_into_pointer_kernel])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rows_added_atomically_against_torch(kernel, dtype):
+    """Odd sizes, a strided view, five programs into one row: whole numbers, exact in any order."""
+    x, dw = _rows_into(kernel, dtype, 37, 300)
+    torch.testing.assert_close(dw, x.float().sum(0).to(dtype), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kernel", [rows_into_kernel, rows_into_pointer_kernel])
+@pytest.mark.parametrize("dtype, vector", [(torch.float32, "add.v4.f32"), (torch.bfloat16, "add.noftz.v8.bf16")])
+def test_contiguous_atomic_adds_are_vectors_on_sm90(gpu_target, kernel, dtype, vector):
+    """sm_90a takes a run of consecutive, aligned elements under one mask in one vector atom;
+    odd column counts (the mask unproven per run) and sm_80 keep one atom an element."""
+    def atoms(target, cols):
+        gpu_target(target)
+        kernel._launchers.clear()
+        x = torch.empty(64, cols, dtype=dtype, device="meta")
+        _rows_into(kernel, dtype, 64, cols, device="meta", programs=132, BLOCK=4096, x=x)
+        (launcher,) = kernel._launchers.values()
+        return re.findall(r"@%p\d+ atom\.acq_rel\.gpu\.global\.(\S+) ", launcher.asm["ptx"])
+
+    wide = atoms("sm_90a", 4096)
+    assert wide and set(wide) == {vector}, wide
+    scalar = re.sub(r"\.v\d", "", vector)
+    assert set(atoms("sm_90a", 4095)) == {scalar}
+    if dtype == torch.float32:
+        assert set(atoms("sm_80", 4096)) == {scalar}

@@ -16,8 +16,8 @@ from mlir.dialects import llvm as llvm_dialect
 
 from ...frontend.errors import CompilationError
 from ...passes.walk import walk
+from ..pipelines import PTX_FEATURES
 
-PTX_FEATURES = {"sm_80": "+ptx80", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 
 
 def gpu_module_to_llvm_ir(module: ir.Module) -> str:

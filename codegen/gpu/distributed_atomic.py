@@ -16,6 +16,14 @@ a relaxed `atom.add`). A float max (min) is Triton's pair of integer atomics: a 
 (min) of the bits where the value is >= 0, else an unsigned min (max). Where the old values
 are used, the copies read them back from shared memory, where the first copies wrote them;
 a scalar atomic runs in thread 0, and every thread reads its old value back.
+
+On sm_90 a float add whose old values go unused takes a thread's run of consecutive,
+aligned elements under one mask (axis info, as a vector load) in one vector `atom`, as
+Triton's does: a quarter of the instructions for f32 (an RMSNorm's dW rows, atomically
+summed over 132 programs).
+
+    # after, per run of 4 registers from r
+    @%p_r atom.acq_rel.gpu.global.add.v4.f32 {%t0, ..., %t3}, [%addr_r], {%v_r, ..., %v_r+3};
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from ..common.ir_builders import const_index, flat_view, if_else, to_index
 from .distributed_layout import Distribution, RowsDistribution, row_major_strides
 from ..common.predicated_access import ByteAddress
 from ..common.lowerings import lowering
+from .distributed_memory import _base_aligned, run_width
 from .register_vectors import elements, from_elements, i32, linear_index
 
 
@@ -151,12 +160,39 @@ def op_tile_atomic_rmw(self, op):
     offs, masks = elements(self.value(offsets), n), elements(self.value(mask), n)
     regs = [elements(self.value(v), n) for v in values]
     first = first_copies(self, dist)
+    if first is None and _vector_add(self, op, base, offsets, mask, dist, offs, masks, regs[-1]):
+        return
     if first is not None:
         masks = [arith.andi(m, f) for m, f in zip(masks, first)]
     olds = [update(offs[r], regs[-1][r], masks[r], *(v[r] for v in regs[:-1])) for r in range(n)]
     if first is not None and list(op.results[0].uses):
         olds = _to_copies(self, dist, olds, first, elem)
     self.map[op.results[0]] = from_elements(olds, elem)
+
+
+def _vector_add(self, op, base, offsets, mask, dist, offs, masks, values) -> bool:
+    """The add as vector `atom`s of runs of registers (sm_90, floats, old values unused);
+    False where nothing wider than one element is proven."""
+    elem = ir.MemRefType(base.type).element_type
+    if (self.arch < 90 or ir.StringAttr(op.attributes["kind"]).value != "add" or list(op.results[0].uses)
+            or not isinstance(elem, (ir.F32Type, ir.F16Type, ir.BF16Type))):
+        return False
+    w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
+    if w < 2:
+        return False
+    bits = element_bits(elem)
+    word = ir.IntegerType.get_signless(bits)
+    sem, scope = (ir.StringAttr(op.attributes[a]).value for a in ("sem", "scope"))
+    kind = f"add.noftz.v{w}.{elem}" if bits == 16 else f"add.v{w}.{elem}"
+    temps = ", ".join(f"t{i}" for i in range(w))
+    inputs = ", ".join(f"${i + 2}" for i in range(w))
+    asm = (f"{{ .reg .b{bits} {temps};\n\t@$0 atom.{sem}.{scope}.global.{kind} {{{temps}}}, [$1], {{{inputs}}}; }}")
+    constraints = ",".join(["b", "l"] + [_CONSTRAINT[bits]] * w)
+    address = ByteAddress(flat_view(self.value(base)), elem)
+    for r in range(0, dist.num_registers, w):
+        words = [arith.bitcast(word, v) for v in values[r:r + w]]
+        llvm.inline_asm(None, [masks[r], address(offs[r])] + words, asm, constraints, has_side_effects=True)
+    return True
 
 
 def _to_copies(self, dist, olds: list, first: list, elem) -> list:
