@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the GPU machine: ncu of each tile-against-Triton pair of ncu_pair.py (cases as arguments,
+# default "t03 moe"), from the cache of checks_for_device.sh: per kernel its sections
+# (ncu_<case>_<impl>.txt) and its stall samples per SASS instruction, summed up by
+# ncu_stalls.py (stalls_<case>_<impl>.txt).
+#   OUT=dir bash benchmarks/ncu_pairs_on_device.sh [CASE ...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+D=${DEVICE_DIR:-.device}
+OUT=${OUT:-$PWD/ncu-out}
+mkdir -p "$OUT"
+export TILE_CACHE_DIR=$PWD/$D/cache PYTHONPATH=$PWD/$D/src:$PWD/tests:$PWD/examples
+B=$D/src/tile/benchmarks
+cases=("$@")
+[ ${#cases[@]} -eq 0 ] && cases=(t03 moe)
+for case in "${cases[@]}"; do
+    for impl in tile triton; do
+        n=${case}_$impl
+        ncu --clock-control none --profile-from-start off --launch-count 1 \
+            --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section SourceCounters \
+            --import-source no -o "$OUT/$n" -f python3 "$B"/ncu_pair.py "$case" "$impl" > "$OUT/ncu_$n.log" 2>&1
+        ncu -i "$OUT/$n.ncu-rep" > "$OUT/ncu_$n.txt" 2>&1
+        ncu -i "$OUT/$n.ncu-rep" --page source --print-source sass --csv > "$OUT/src_$n.csv" 2>&1
+        python3 "$B"/ncu_stalls.py "$OUT/src_$n.csv" > "$OUT/stalls_$n.txt" 2>&1
+        gzip -f "$OUT/src_$n.csv"
+        rm -f "$OUT/$n.ncu-rep"
+    done
+done
