@@ -130,6 +130,18 @@ def rms_norm(compile_only: bool, launches: int) -> dict:
         _timed({"tile": lambda x, w, dy, rstd: rn.rms_norm_backward(dy, x, w, rstd, atomic_dw=at),
                 "triton": lambda x, w, dy, rstd: tk.rms_norm_backward(dy, x, w, rstd, sms, atomic_dw=at)},
                (x, w, dy, rstd), launches, 3 * rows * cols * 2, entry, f"backward ({'atomic' if at else 'partial'} dW)")
+    # the autotuner's choice, and each of its configs timed alone (the same compiled kernels)
+    import tile
+
+    tuned = rn.rms_norm_backward_atomic_kernel
+    entry["atomic dW autotuned config"] = [str(c) for c in tuned.cache.values()]
+    configs, cache = tuned.configs, tuned.cache
+    for c in configs:
+        tuned.configs, tuned.cache = [tile.Config({}, num_warps=c.num_warps)], {}
+        _timed({"tile": lambda x, w, dy, rstd: rn.rms_norm_backward(dy, x, w, rstd, atomic_dw=True),
+                "triton": lambda x, w, dy, rstd: tk.rms_norm_backward(dy, x, w, rstd, sms, atomic_dw=True)},
+               (x, w, dy, rstd), launches, 3 * rows * cols * 2, entry, f"backward (atomic dW, tile at {c.num_warps} warps)")
+    tuned.configs, tuned.cache = configs, cache
     return entry
 
 

@@ -88,11 +88,12 @@ class Report:
     checked: int = 0  # accesses whose addresses were known
     unknown: list[str] = field(default_factory=list)  # accesses at addresses it could not evaluate
     phases: int = 0
+    out_of_bounds: list[str] = field(default_factory=list)  # past the launch's dynamic shared memory
 
     def __repr__(self):
         head = f"{len(self.hazards)} hazard(s) in {self.phases} phases ({self.checked} accesses checked, " \
-               f"{len(self.unknown)} at unknown addresses)"
-        return "\n".join([head, *(f"  {h}" for h in self.hazards[:12])])
+               f"{len(self.unknown)} at unknown addresses, {len(self.out_of_bounds)} out of bounds)"
+        return "\n".join([head, *(f"  {h}" for h in self.hazards[:12]), *(f"  {o}" for o in self.out_of_bounds[:4])])
 
 
 def _int_width(t) -> int | None:
@@ -122,8 +123,9 @@ def _bytes(t) -> int:
 
 
 class _Checker:
-    def __init__(self, threads: int):
+    def __init__(self, threads: int, shared_bytes: int | None = None):
         self.T = threads
+        self.limit = shared_bytes
         self.env: dict = {}
         self.accesses: list[Access] = []
         self.report = Report()
@@ -344,7 +346,13 @@ class _Checker:
         for i, s in zip(idx, buf.shape):
             lin = lin * s + i
         self.report.checked += 1
-        self.accesses.append(Access(text, write, mask.copy(), buf.base + lin * buf.elem_bytes, size * buf.elem_bytes, path))
+        start = buf.base + lin * buf.elem_bytes
+        self.accesses.append(Access(text, write, mask.copy(), start, size * buf.elem_bytes, path))
+        # (static buffers sit at made-up bases from 1 << 24: only the dynamic memory has a known size)
+        outside = mask & (start < 1 << 24) & ((start < 0) | (start + size * buf.elem_bytes > (self.limit or 1 << 24)))
+        if self.limit is not None and outside.any():
+            t = int(np.argmax(outside))
+            self.report.out_of_bounds.append(f"thread {t} at byte {int(start[t])} of {self.limit}: {text}")
 
     def run_region(self, block, args, mask, path, op=None):
         for a, v in zip(block.arguments, args):
@@ -407,8 +415,9 @@ def _short(op) -> str:
     return text if len(text) < 200 else text[:200] + "..."
 
 
-def check(gpu_stage: str) -> Report:
-    """Shared-memory hazards of every kernel in a `gpu` stage text (`launcher.asm["gpu"]`)."""
+def check(gpu_stage: str, shared_bytes: int | None = None) -> Report:
+    """Shared-memory hazards of every kernel in a `gpu` stage text (`launcher.asm["gpu"]`);
+    with `shared_bytes` (the launch's, `launcher.metadata["shared_bytes"]`), also accesses past it."""
     from tile.dialects import make_context
 
     ctx = make_context()
@@ -417,7 +426,7 @@ def check(gpu_stage: str) -> Report:
         total = Report()
         for fn in _kernels(module.operation):
             threads = _block_size(fn)
-            c = _Checker(threads)
+            c = _Checker(threads, shared_bytes)
             entry = fn.regions[0].blocks[0]
             for a in entry.arguments:
                 if _int_width(a.type) is not None:
@@ -428,6 +437,7 @@ def check(gpu_stage: str) -> Report:
             total.checked += c.report.checked
             total.unknown += c.report.unknown
             total.phases += c.report.phases
+            total.out_of_bounds += c.report.out_of_bounds
         return total
 
 
@@ -457,8 +467,8 @@ def main(argv) -> int:
         with open(meta) as f:
             m = json.load(f)
         with open(os.path.join(path, "stage-gpu.mlir")) as f:
-            report = check(f.read())
-        bad += bool(report.hazards)
+            report = check(f.read(), m.get("shared_bytes"))
+        bad += bool(report.hazards or report.out_of_bounds)
         print(f"{entry} {m['name']} {m.get('options', {})}: {report}")
     return 1 if bad else 0
 

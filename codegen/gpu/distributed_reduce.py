@@ -41,9 +41,12 @@ def _effective(dist: Distribution, axis: int) -> tuple[int, int]:
 
 
 def _warp_along(self, dist, axis: int) -> np.ndarray:
-    """Per thread, its warp's coordinate along `axis` (`warp_a` at compile time)."""
+    """Per thread, its warp's coordinate along `axis` (`warp_a` at compile time), modulo the
+    warps that hold distinct elements (`_effective`): past them a tile shorter than the
+    layout's wraps, and warp w + warps holds warp w's partial, a copy (which must not write
+    past the scratch's `warps` slots)."""
     warp = np.arange(self.threads) // 32
-    return warp // dist.warp_shift(axis) % dist.layout.warps_per_cta[axis]
+    return warp // dist.warp_shift(axis) % _effective(dist, axis)[1]
 
 
 def _scalar_across_warps(self, op, kind, elem, partial, warp_a, warps: int, dist, axis: int):
@@ -131,7 +134,7 @@ def _into_layout(self, op, dist, axis, kind, elem, partials, coords, warps, out_
     result = op.results[0]
     count = math.prod(out_shape)
     out_strides = row_major_strides(out_shape)
-    warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(dist.layout.warps_per_cta[axis]))
+    warp_a = arith.remui(arith.divui(self.warp, i32(dist.warp_shift(axis))), i32(warps))  # (as `_warp_along`)
     if not out_shape and warps & (warps - 1) == 0:
         _scalar_across_warps(self, op, kind, elem, next(iter(partials.values()))[0], warp_a, warps, dist, axis)
         return
