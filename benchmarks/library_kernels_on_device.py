@@ -9,6 +9,7 @@ interleaved launches (matmul_rounds.py). The twin is the example's own kernel so
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import json
@@ -25,9 +26,15 @@ LAUNCHES = 50
 
 
 def triton_twin(module, names: list[str]):
-    """The named `@tile.jit`/`@tile.kernel` functions of `module`, renamed to Triton and imported."""
-    source = "\n\n".join(inspect.getsource(getattr(module, n).fn) for n in names)
-    source = re.sub(r"@tile\.(jit|kernel)\b", "@triton.jit", source)
+    """The named `@tile.jit`/`@tile.kernel`/`@tile.func` functions of `module` (or ones it
+    imports) and its module-level assignments (`LOG2E = tile.constexpr(...)`), renamed to
+    Triton and imported: helpers and constants before the kernels that use them."""
+    text = inspect.getsource(module)
+    assigned = {t.id: node for node in ast.parse(text).body if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)}
+    source = "\n\n".join(ast.get_source_segment(text, assigned[n]) if n in assigned
+                          else inspect.getsource(getattr(module, n).fn) for n in names)
+    source = re.sub(r"@tile\.(jit|kernel|func)\b", "@triton.jit", source)
     source = re.sub(r"\btile\.", "tl.", source)
     path = os.path.join(tempfile.mkdtemp(), f"triton_{module.__name__}.py")
     with open(path, "w") as f:

@@ -16,6 +16,7 @@ no mask (below the diagonal, inside n_ctx) run in loops of their own.
 
 import math
 import os
+import sys
 
 import torch
 
@@ -179,26 +180,29 @@ FORWARD = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2}
 
 
 def attention_backward(q, k, v, o, do, lse, causal=False, sm_scale=None, dq_atomic=False, dkdv_config=None,
-                       dq_config=None, num_stages=None):
-    """dQ, dK, dV of attention(q, k, v) given its output o, log-sum-exp lse and dO."""
+                       dq_config=None, num_stages=None, kernels=None):
+    """dQ, dK, dV of attention(q, k, v) given its output o, log-sum-exp lse and dO; `kernels`:
+    where bwd_preprocess, bwd_dkdv and bwd_dq come from (this module's by default; a Triton
+    twin of them: benchmarks/attention_bwd_on_device.py)."""
+    kernels = kernels or sys.modules[__name__]
     B, H, N, D = q.shape
     Hkv = k.shape[1]
     group = H // Hkv
     scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
     stages = {} if num_stages is None else {"num_stages": num_stages}
     delta = torch.empty(B, H, N, device=q.device, dtype=torch.float32)
-    bwd_preprocess[(tile.cdiv(N, 64), B * H)](o, do, delta, N, H, *o.stride(), *do.stride(), BLOCK_M=64, D=D)
+    kernels.bwd_preprocess[(tile.cdiv(N, 64), B * H)](o, do, delta, N, H, *o.stride(), *do.stride(), BLOCK_M=64, D=D)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     bm, bn, warps = dkdv_config or (DKDV_ATOMIC_BLOCKS if dq_atomic else DKDV_BLOCKS).get(D, (32, 64, 4))
     dq = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if dq_atomic else torch.empty_like(q)
-    bwd_dkdv[(tile.cdiv(N, bn), B * Hkv)](
+    kernels.bwd_dkdv[(tile.cdiv(N, bn), B * Hkv)](
         q, k, v, do, dk, dv, dq, lse, delta, N, scale, H, group, *q.stride(), *k.stride(), *v.stride(), *do.stride(),
         *dk.stride(), *dv.stride(), *dq.stride(), BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, DQ_ATOMIC=dq_atomic,
         num_warps=warps, **stages)
     if dq_atomic:
         return dq.to(q.dtype), dk, dv
     bm, bn, warps = dq_config or DQ_BLOCKS
-    bwd_dq[(tile.cdiv(N, bm), B * H)](
+    kernels.bwd_dq[(tile.cdiv(N, bm), B * H)](
         q, k, v, do, dq, lse, delta, N, scale, H, group, *q.stride(), *k.stride(), *v.stride(), *do.stride(),
         *dq.stride(), BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, num_warps=warps, **stages)
     return dq, dk, dv

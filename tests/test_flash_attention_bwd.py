@@ -147,3 +147,46 @@ def test_forward_head_dim_256(gpu_target):
         BLOCK_M=64, BLOCK_N=64, D=256, CAUSAL=False, lse=lse, num_warps=4, num_stages=2)
     assert fwd.metadata["ptxas"]["spill_stores"] == 0
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in fwd.asm["ptx"]
+
+
+TWIN_SCRIPT = """
+sys.path.insert(0, os.path.join(os.path.dirname(sys.argv[1]), "examples"))
+import flash_attention_bwd as fab
+from attention_bwd_on_device import fab_twin
+twin = fab_twin()
+torch.manual_seed(4)
+# GQA (4 query heads on 2), 50 queries (not a multiple of any block), K and V strided views
+q = torch.randn(1, 4, 50, 16)
+k, v = (torch.randn(1, 50, 2, 16).transpose(1, 2) for _ in range(2))
+do = torch.randn(1, 4, 50, 16)
+for causal in (False, True):
+    qf, kf, vf = (t.clone().requires_grad_() for t in (q, k, v))
+    o = fab.reference(qf, kf, vf, causal)
+    o.backward(do)
+    s = (q @ k.repeat_interleave(2, 1).transpose(-1, -2)) * 0.25
+    if causal:
+        s = s.masked_fill(torch.ones(50, 50, dtype=torch.bool).triu(1), float("-inf"))
+    lse = torch.logsumexp(s, -1).contiguous()
+    # (not bf16: the interpreter's tl.dot multiplies bf16 bit patterns, triton-lang/triton#11584)
+    for dtype, tol in ((torch.float32, 1e-4), (torch.float16, 2e-2)):
+        for dq_atomic in (False, True):
+            got = fab.attention_backward(*(t.to(dtype) for t in (q, k, v, o.detach(), do)), lse, causal,
+                                         dq_atomic=dq_atomic, dkdv_config=(16, 32, 4), dq_config=(32, 16, 4),
+                                         kernels=twin)
+            for name, g, w in zip(("dq", "dk", "dv"), got, (qf.grad, kf.grad, vf.grad)):
+                assert g.dtype == dtype
+                torch.testing.assert_close(g.float(), w, rtol=tol, atol=tol,
+                                           msg=lambda m: f"{causal} {dtype} {dq_atomic} {name}: {m}")
+print("same")
+"""
+
+
+def test_triton_twin_matches_torch_in_the_interpreter():
+    """The backward's kernels renamed to Triton (what benchmarks/attention_bwd_on_device.py times
+    beside tile's, with LOG2E and key_range carried along) run by Triton's interpreter through
+    `attention_backward(kernels=...)`: dQ, dK, dV match torch autograd, causal and not, both dQ ways."""
+    pytest.importorskip("triton")
+    from as_triton import run_in_triton
+
+    run = run_in_triton(TWIN_SCRIPT)
+    assert run.returncode == 0 and "same" in run.stdout, run.stderr[-2000:]
