@@ -1,11 +1,14 @@
 """A tile kernel's own source run as a Triton kernel by Triton's interpreter (CPU), renamed
 back (`benchmarks/library_kernels_on_device.triton_twin`: `tile.` -> `tl.`): the reference a
 test compares the tile kernel against, from one source, as a Triton user's kernel would be
-ported. In a process of its own: TRITON_INTERPRET is read when triton.language is imported."""
+ported. In a process of its own: TRITON_INTERPRET is read when triton.language is imported.
+`triton_sm90`: such a twin compiled by Triton for sm_90a, as its JIT would on an H100."""
 
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 PRELUDE = '''
 import os, sys
@@ -25,3 +28,44 @@ def run_in_triton(script: str) -> subprocess.CompletedProcess:
     """Run PRELUDE + script (which prints "same" when the two agree) under TRITON_INTERPRET=1."""
     return subprocess.run([sys.executable, "-c", PRELUDE + script, os.path.dirname(__file__)],
                           env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
+
+
+def triton_sm90(fn, args, meta: dict, num_stages: int) -> dict:
+    """Triton's sm_90a compile of JIT function `fn` at `args` (tensors, meta ones too, and
+    scalars) and `meta` (constexprs and num_warps), specialized as its JIT would (ints equal
+    to 1 constants, pointers and ints divisible by 16 marked so): its PTX and ptxas's
+    registers and spill bytes."""
+    import torch
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    meta = dict(meta)
+    num_warps = meta.pop("num_warps")
+    sig, constexprs, attrs = {}, {}, {}
+    for i, (name, a) in enumerate(zip(fn.arg_names, args)):
+        if isinstance(a, torch.Tensor):
+            sig[name] = "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[a.dtype]
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        elif isinstance(a, float):
+            sig[name] = "fp32"
+        elif a == 1:
+            sig[name], constexprs[(i,)] = "constexpr", 1
+        else:
+            sig[name] = "i32"
+            if a % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    for name, value in meta.items():
+        sig[name], constexprs[(fn.arg_names.index(name),)] = "constexpr", value
+    compiled = triton.compile(ASTSource(fn, sig, constexprs=constexprs, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": num_warps, "num_stages": num_stages})
+    ptx = compiled.asm["ptx"]
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas-blackwell")
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "k.ptx"), "w") as f:
+            f.write(ptx)
+        log = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a", f.name, "-o", os.path.join(tmp, "k.cubin")],
+                             capture_output=True, text=True, check=True).stderr
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    return {"ptx": ptx, "registers": int(re.search(r"Used (\d+) registers", log).group(1)),
+            "spill_stores": int(spills.group(1)), "spill_loads": int(spills.group(2)), "shared": compiled.metadata.shared}

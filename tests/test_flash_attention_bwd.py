@@ -7,11 +7,16 @@ the example's main() (tests/test_examples.py); here the GQA and dQ-by-atomics va
 once more on odd sizes with strided inputs."""
 
 import math
+import os
+import sys
 
 import pytest
 import torch
 
 import tile  # noqa: F401
+
+# (the Triton twin's benchmark: attention_bwd_on_device.fab_twin)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 
 B, H, N = 4, 32, 4096
 
@@ -20,28 +25,43 @@ def _tensors(D, *shapes_dtypes):
     return [torch.empty(*shape, dtype=dtype, device="meta") for shape, dtype in shapes_dtypes]
 
 
-def _compile_dkdv(D, causal, dq_atomic=False):
+def _dkdv_args(D, causal, dq_atomic=False):
+    """bwd_dkdv's arguments and options as attention_backward gives them at (B, H, N, D)."""
     import flash_attention_bwd as fab
 
     bm, bn, warps = (fab.DKDV_ATOMIC_BLOCKS if dq_atomic else fab.DKDV_BLOCKS)[D]
     q, k, v, do, dk, dv = _tensors(D, *[((B, H, N, D), torch.bfloat16)] * 6)
     dq, lse, delta = _tensors(D, ((B, H, N, D), torch.float32 if dq_atomic else torch.bfloat16),
                               ((B, H, N), torch.float32), ((B, H, N), torch.float32))
-    return fab.bwd_dkdv.compile(q, k, v, do, dk, dv, dq, lse, delta, N, 1 / math.sqrt(D), H, 1,
-                                *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
-                                *dq.stride(), BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, DQ_ATOMIC=dq_atomic,
-                                num_warps=warps)
+    return ((q, k, v, do, dk, dv, dq, lse, delta, N, 1 / math.sqrt(D), H, 1, *q.stride(), *k.stride(), *v.stride(),
+             *do.stride(), *dk.stride(), *dv.stride(), *dq.stride()),
+            dict(BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, DQ_ATOMIC=dq_atomic, num_warps=warps))
 
 
-def _compile_dq(D, causal):
+def _dq_args(D, causal):
+    """bwd_dq's arguments and options as attention_backward gives them at (B, H, N, D)."""
     import flash_attention_bwd as fab
 
     bm, bn, warps = fab.DQ_BLOCKS
     q, k, v, do, dq = _tensors(D, *[((B, H, N, D), torch.bfloat16)] * 5)
     lse, delta = _tensors(D, ((B, H, N), torch.float32), ((B, H, N), torch.float32))
-    return fab.bwd_dq.compile(q, k, v, do, dq, lse, delta, N, 1 / math.sqrt(D), H, 1,
-                              *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
-                              BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, num_warps=warps)
+    return ((q, k, v, do, dq, lse, delta, N, 1 / math.sqrt(D), H, 1,
+             *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride()),
+            dict(BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, num_warps=warps))
+
+
+def _compile_dkdv(D, causal, dq_atomic=False):
+    import flash_attention_bwd as fab
+
+    args, meta = _dkdv_args(D, causal, dq_atomic)
+    return fab.bwd_dkdv.compile(*args, **meta)
+
+
+def _compile_dq(D, causal):
+    import flash_attention_bwd as fab
+
+    args, meta = _dq_args(D, causal)
+    return fab.bwd_dq.compile(*args, **meta)
 
 
 def _check(launcher, wgmma_shapes):
@@ -190,3 +210,18 @@ def test_triton_twin_matches_torch_in_the_interpreter():
 
     run = run_in_triton(TWIN_SCRIPT)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kernel, make_args", [("bwd_dkdv", _dkdv_args), ("bwd_dq", _dq_args)])
+def test_triton_twin_compiles_for_sm90(kernel, make_args):
+    """The twin as the GPU benchmark runs it (JIT-compiled there), compiled here by Triton for
+    sm_90a at D = 128 at the same blocks and num_stages: every dot a wgmma, nothing spilled (so
+    a gap between the two is not the twin's register pressure)."""
+    pytest.importorskip("triton")
+    from as_triton import triton_sm90
+    from attention_bwd_on_device import STAGES, fab_twin
+
+    args, meta = make_args(128, False)
+    got = triton_sm90(getattr(fab_twin(), kernel), args, meta, num_stages=STAGES)
+    assert got["spill_stores"] == 0 and got["spill_loads"] == 0, got
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in got["ptx"] and "mma.sync" not in got["ptx"]
