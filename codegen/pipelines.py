@@ -10,9 +10,7 @@ No MLIR here: the runtime keys its caches by these lists.
 from __future__ import annotations
 
 from ..frontend.errors import TileError
-
-# The PTX ISA each target is written in: 8.1 on sm_90 for vector `atom` (distributed_atomic.py).
-PTX_FEATURES = {"sm_80": "+ptx80", "sm_90": "+ptx81", "sm_90a": "+ptx81"}
+from .backend.targets import PTX_FEATURES
 
 GPU_TARGETS = ("sm_80", "sm_90", "sm_90a")
 

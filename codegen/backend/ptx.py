@@ -16,7 +16,7 @@ from mlir.dialects import llvm as llvm_dialect
 
 from ...frontend.errors import CompilationError
 from ...passes.walk import walk
-from ..pipelines import PTX_FEATURES
+from .targets import PTX_FEATURES
 
 
 
