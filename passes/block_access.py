@@ -206,8 +206,9 @@ def _pair(v, name, term):
 
 def unit_stride_axis(offsets) -> int | None:
     """The axis along which 2-D `offsets` (rows[:, None] * s + cols[None, :] * t, scalars added
-    as splats) step by one element while the other has a stride: 0 for a column-major tile
-    (a float8 dot's K-major B); None if neither, or unknown."""
+    as splats, also inside a term: `(base + rows * s)[:, None]`, as attention's backward reads
+    a head's rows) step by one element while the other has a stride: 0 for a column-major
+    tile (a float8 dot's K-major B); None if neither, or unknown."""
     op, v = _owner(offsets)
     while op is not None and op.name == "arith.addi":  # (pointer increments: + splat(k * step))
         a, b = op.operands
@@ -215,7 +216,7 @@ def unit_stride_axis(offsets) -> int | None:
             break
         v = a if _splat(b) is not None else b
         op, _ = _owner(v)
-    terms = _pair(v, "arith.addi", _offset_term)
+    terms = _pair(v, "arith.addi", _based_term)
     if terms is None or (terms[0][2] is None) == (terms[1][2] is None):
         return None
     return 0 if terms[0][2] is None else 1

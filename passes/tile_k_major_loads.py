@@ -21,6 +21,20 @@ place as its transposed B (`codegen/gpu/fp8_operands.py`), as it reads a transpo
 The offsets are index values, rebuilt transposed by `tile-trans-loads`' `transposed`.
 Float8 dots do the same in `tile-fp8-dots` ("transposed_load"). Our own pass: upstream has no
 tile loads.
+
+A B written as the transpose of a row-major load that something else also reads (attention's
+backward: `dot(k, trans(q))` beside `dot(ds_t, q)`, q loaded once a step), which
+`tile-trans-loads` cannot turn into a load of its own, is marked alike, as it stands:
+
+    # before
+    %q = "tile.load"(%Q, %offs, %mask, %zero) : (...) -> tensor<32x128xbf16>   (D contiguous)
+    %qt = "tile.trans"(%q) {permutation = array<i32: 1, 0>} : (...) -> tensor<128x32xbf16>
+    %st = "tile.dot"(%k, %qt, %acc)
+    # after
+    %st = "tile.dot"(%k, %qt, %acc) {k_major_b}
+
+so that wgmma reads q's ring slot K-major in place, where the transpose went through shared
+memory element by element (64 scalar 16-bit stores and loads a step, and three barriers).
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..dialects.layout import element_bits
+from .block_access import unit_stride_axis
 from .fp8_dots import column_major_load, is_fp8_dot, k_major_load
 from .registry import register_pass
 from .tile_fuse import K_MAJOR_B
@@ -46,6 +61,20 @@ def applies(dot) -> bool:
     return k_major_load(b) and len(list(b.uses)) == 1 and not column_major_load(b)
 
 
+def transposed_row_major_load(dot) -> bool:
+    """A 16-bit dot in a loop whose B (read by it alone) is `tile.trans` of a 2-D load whose
+    last dim steps by one element: B's K contiguous, as its ring slot holds it."""
+    b = dot.operands[1]
+    if is_fp8_dot(dot) or element_bits(ir.RankedTensorType(b.type).element_type) != 16 or not in_loop(dot):
+        return False
+    if isinstance(b.owner, ir.Block) or b.owner.operation.name != "tile.trans" or len(list(b.uses)) != 1:
+        return False
+    x = b.owner.operation.operands[0]
+    if isinstance(x.owner, ir.Block) or x.owner.operation.name != "tile.load" or ir.RankedTensorType(x.type).rank != 2:
+        return False
+    return unit_stride_axis(x.owner.operation.operands[1]) == 1
+
+
 @register_pass("tile-k-major-loads")
 @dataclass
 class TileKMajorLoads:
@@ -53,4 +82,6 @@ class TileKMajorLoads:
         for dot in collect(module_op, ("tile.dot",)):
             if applies(dot):
                 dot.operands[1] = load_transposed(dot.operands[1].owner.operation)
+                dot.attributes[K_MAJOR_B] = ir.UnitAttr.get()
+            elif transposed_row_major_load(dot):
                 dot.attributes[K_MAJOR_B] = ir.UnitAttr.get()

@@ -47,6 +47,9 @@ CASES = {
     "gather": lambda: gather_kernel.compile(meta(30), meta(30, dtype=torch.int32), meta(30), 30, BLOCK=32),
     # rows of the wgmma scores reduced in place: the four lanes of a row hold its max and sum
     "causal attention": lambda: _attention(2, 3, 200, 64, lse=meta(2, 3, 200, dtype=torch.float32)),
+    # attention's backward: q and dO read in place by wgmma as B and, K-major, as B transposed
+    "attention backward dK dV": lambda: _bwd("dkdv"),
+    "attention backward dQ": lambda: _bwd("dq"),
     # a 128-wide row on 16 warps: warps 4-15 hold copies of 0-3's partials (an RMSNorm backward at 16 warps)
     "row sums past the row": lambda: row_sums_kernel.compile(meta(7, 100), meta(7), meta(7), 100, BLOCK=128, num_warps=16),
     "column sums past the rows": lambda: row_sums_kernel.compile(meta(7, 300), meta(7), meta(7), 300, BLOCK=512,
@@ -63,6 +66,14 @@ def _fused_moe(M, K, N, E, BM=64):
         meta(ids.numel() // BM, dtype=torch.int32), meta(1, dtype=torch.int32), N, K, ids.numel(), 2 * M,
         K, 1, N * K, 1, K, 2 * N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, GROUP_SIZE_M=8,
         MUL_ROUTED_WEIGHT=True, top_k=2, compute_type=tile.float16, num_warps=4, num_stages=3)
+
+
+def _bwd(which):
+    import flash_attention_bwd as fab
+    from test_flash_attention_bwd import _dkdv_args, _dq_args
+
+    args, meta = (_dkdv_args if which == "dkdv" else _dq_args)(64, True)
+    return (fab.bwd_dkdv if which == "dkdv" else fab.bwd_dq).compile(*args, **meta)
 
 
 @tile.kernel
