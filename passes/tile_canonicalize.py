@@ -99,17 +99,26 @@ def fold_into_producer(producer: str, new: str):
 def _zero_splat(value) -> bool:
     op = _owner(value)
     const = _owner(op.operands[0]) if op is not None and op.name == "tile.splat" else None
-    return const is not None and const.name == "arith.constant" and isinstance(const.attributes["value"], ir.IntegerAttr) \
-        and ir.IntegerAttr(const.attributes["value"]).value == 0
+    if const is None or const.name != "arith.constant":
+        return False
+    attr = const.attributes["value"]
+    if isinstance(attr, ir.IntegerAttr):
+        return ir.IntegerAttr(attr).value == 0
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
 
 
 def add_into_dot(op, rewriter):
     # %d = "tile.dot"(%a, %b, %zeros) (its one use); %s = arith.addi %acc, %d -> %s = "tile.dot"(%a, %b, %acc)
     # (an int8 dot's `acc += dot(a, b)`: exact in either order, as Triton's CombineDotAddIPattern; else
     # the loop would carry a second accumulator, which spilled at 128 x 128 on 4 warps)
+    # %d = "tile.dot"(%a, %b, %zeros); %s = arith.addf %acc, %d -> %s = "tile.dot"(%a, %b, %acc)
+    # (a float one, vLLM's fused MoE `accumulator += tl.dot(a, b)`: Triton's CombineDotAddFPattern, the
+    # sum's rounding order changed as Triton's is; the second accumulator and its 64 adds a K step
+    # took the kernel to 255 registers and twice Triton's instructions)
     for d, acc in ((op.operands[1], op.operands[0]), (op.operands[0], op.operands[1])):
         dot = _owner(d)
-        if dot is not None and dot.name == "tile.dot" and len(list(d.uses)) == 1 and _zero_splat(dot.operands[2]):
+        if dot is not None and dot.name == "tile.dot" and len(list(d.uses)) == 1 and _zero_splat(dot.operands[2]) \
+                and dot.results[0].type == op.result.type:
             with rewriter.ip, op.location:
                 folded = create("dot", [op.result.type], [dot.operands[0], dot.operands[1], acc])
             rewriter.replace_op(op, folded)
@@ -136,6 +145,7 @@ def patterns(merge: bool = True, fold: bool = True) -> RewritePatternSet:
         # split(permute(reshape(acc, (M, 2, N / 2)), (0, 2, 1))) -> two column slices of acc
         out.add("tile.reshape", column_half)
         out.add("arith.addi", add_into_dot)
+        out.add("arith.addf", add_into_dot)
     return out
 
 

@@ -224,14 +224,16 @@ twin.fused_moe_kernel[grid](a, w, c, tw, ids, experts, padded, N, K, ids.numel()
                             w.stride(0), w.stride(2), w.stride(1), c.stride(1), c.stride(2), MUL_ROUTED_WEIGHT=True,
                             top_k=2, compute_type=tl.float16, **cfg)
 ours = fm.fused_moe(a, w, tw, topk_ids, **cfg)
-assert torch.equal(ours, c), (ours - c).abs().max()
+# (tile folds `accumulator += dot(a, b)` into the dot, as Triton's compiler does and its
+# interpreter does not: the sums' rounding differs by an f16 ulp or so)
+torch.testing.assert_close(ours, c, rtol=2e-3, atol=2e-3)
 print("same")
 """
 
 
 def test_fused_moe_matches_its_triton_twin_in_the_interpreter():
     """The example renamed back to Triton (`tile.` -> `tl.`, as the GPU benchmark times it) and run
-    by Triton's interpreter gives tile's CPU result bit for bit."""
+    by Triton's interpreter gives tile's CPU result (to f16 rounding: see the script)."""
     pytest.importorskip("triton")
     run = run_in_triton(TWIN_SCRIPT)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-2000:]

@@ -130,8 +130,7 @@ func.func @other_blocks(%c: i1) -> tensor<8xi32> {
 
 // -----
 
-// `acc += dot(a, b)` of int8 tiles: the dot of zeros and the add are one dot into acc (exact);
-// a float dot's add stays (its rounding would change).
+// `acc += dot(a, b)` of int8 tiles: the dot of zeros and the add are one dot into acc (exact).
 // CHECK-LABEL: func.func @int8_dot_add
 // CHECK-NOT: arith.addi
 // CHECK: %[[D:.*]] = "tile.dot"(%arg0, %arg1, %arg2) : (tensor<64x32xi8>, tensor<32x16xi8>, tensor<64x16xi32>) -> tensor<64x16xi32>
@@ -147,13 +146,45 @@ func.func @int8_dot_add(%a: tensor<64x32xi8>, %b: tensor<32x16xi8>, %acc: tensor
 
 // -----
 
+// A float dot's too, as Triton's CombineDotAddFPattern does (vLLM's fused MoE writes
+// `accumulator += tl.dot(a, b)`); the add on either side; a dot whose type differs stays.
 // CHECK-LABEL: func.func @f16_dot_add
-// CHECK: "tile.dot"
-// CHECK: arith.addf
+// CHECK-NOT: arith.addf
+// CHECK: %[[D:.*]] = "tile.dot"(%arg0, %arg1, %arg2) : (tensor<64x32xf16>, tensor<32x16xf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
+// CHECK-NOT: arith.addf
+// CHECK: return %[[D]]
 func.func @f16_dot_add(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %acc: tensor<64x16xf32>) -> tensor<64x16xf32> {
   %c0 = arith.constant 0.0 : f32
   %z = "tile.splat"(%c0) : (f32) -> tensor<64x16xf32>
   %d = "tile.dot"(%a, %b, %z) : (tensor<64x32xf16>, tensor<32x16xf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  %s = arith.addf %acc, %d : tensor<64x16xf32>
+  return %s : tensor<64x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dot_add_reversed
+// CHECK-NOT: arith.addf
+// CHECK: %[[D:.*]] = "tile.dot"(%arg0, %arg1, %arg2)
+// CHECK: return %[[D]]
+func.func @dot_add_reversed(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %acc: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %z = "tile.splat"(%c0) : (f32) -> tensor<64x16xf32>
+  %d = "tile.dot"(%a, %b, %z) : (tensor<64x32xbf16>, tensor<32x16xbf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  %s = arith.addf %d, %acc : tensor<64x16xf32>
+  return %s : tensor<64x16xf32>
+}
+
+// -----
+
+// A dot from a non-zero start keeps its add.
+// CHECK-LABEL: func.func @dot_from_ones_add
+// CHECK: "tile.dot"
+// CHECK: arith.addf
+func.func @dot_from_ones_add(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %acc: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %c1 = arith.constant 1.0 : f32
+  %o = "tile.splat"(%c1) : (f32) -> tensor<64x16xf32>
+  %d = "tile.dot"(%a, %b, %o) : (tensor<64x32xf16>, tensor<32x16xf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
   %s = arith.addf %acc, %d : tensor<64x16xf32>
   return %s : tensor<64x16xf32>
 }
