@@ -30,6 +30,8 @@ if __package__:
     from .frontend import math_language as math  # Triton's tl.math
     from .frontend.math_language import div_rn, fdiv, sqrt_rn, umulhi  # (tl.div_rn is tl.math.div_rn)
     from .frontend.type_names import const, float8e4b8, float8e4b15, float8e5b16, tuple, void  # noqa: A004
+    from .frontend.type_names import block_type, constexpr_type, pi32_t, str_to_ty, tensor
+    from .frontend.type_names import missing as _missing
     from .runtime.autotune import Autotuner, Config, Heuristics, autotune, heuristics
     from .runtime.kernel import Kernel, func, jit, kernel
 
@@ -48,6 +50,13 @@ if __package__:
     testing = _lazy("testing", f"{__name__}.runtime.testing")  # tile.testing.do_bench, roofline
 
     from .runtime.profiling import profile  # tile.profile(kernel, grid, *args, bytes=, flops=, ncu=), .compare
+
+    from .frontend.triton_modules import install as _install_triton_modules
+    _install_triton_modules(globals())  # tile.core, tile.standard, tile.random: Triton's spellings
+
+    def __getattr__(name: str):
+        """Triton's names that tile lacks: an AttributeError saying so (a CompilationError in a kernel)."""
+        raise _missing(__name__, name)
 
 __all__ = [
     "kernel", "jit", "func", "Kernel", "autotune", "Autotuner", "Config", "heuristics", "Heuristics", "constexpr", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",

@@ -14,7 +14,7 @@ from mlir.dialects import math as mlir_math
 
 from ..dialects import tile_ops
 from . import bounds_check, dtypes, memory_hints, semantics, unsigned
-from .type_names import UnsupportedDtype
+from .type_names import UnsupportedDtype, block_type
 from .builtin_registry import EMITTERS, emitter  # noqa: F401  (EMITTERS: the other builtins' modules import it from here)
 from .dtypes import int1, int32
 from .language import PropagateNan
@@ -366,9 +366,11 @@ def tile_method(t: Tile, name: str):
         return tuple(t.shape)
     if name == "dtype":
         return t.dtype
+    if name == "type":  # (Triton's: a tile's block_type, a scalar's dtype)
+        return block_type(t.dtype, tuple(t.shape)) if t.shape else t.dtype
     if name == "T":
         return EMITTERS["trans"](t)
     if name in TILE_METHODS:  # x.sum(1) is tile.sum(x, 1), as Triton's tensor methods
         return lambda *args, **kwargs: EMITTERS[name](t, *args, **kwargs)
-    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .cast(dtype), .T, .shape, .dtype and "
+    raise SemanticError(f"a tile has no attribute '{name}' (only .to(dtype), .cast(dtype), .T, .shape, .dtype, .type and "
                         f"{', '.join('.' + m + '()' for m in TILE_METHODS)})")

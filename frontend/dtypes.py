@@ -56,6 +56,16 @@ class dtype:
     def is_fp64(self) -> bool:
         return self.name == "float64"
 
+    @property
+    def scalar(self) -> dtype:  # (`x.type.scalar`: a 0-d value's type is its dtype)
+        return self
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_ptr(self) -> bool:
+        return False
+
 
 float32 = dtype("float32", "f32", 32, True)
 float16 = dtype("float16", "f16", 16, True)
@@ -91,6 +101,16 @@ class pointer_type:
 
     def __repr__(self) -> str:
         return f"tile.pointer_type({self.element_ty!r})"
+
+    @property
+    def scalar(self) -> pointer_type:
+        return self
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_ptr(self) -> bool:
+        return True
 
 
 def from_mlir(ty) -> dtype:

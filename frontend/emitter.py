@@ -16,7 +16,7 @@ from mlir.dialects import func, scf
 from . import bounds_check, device_assert, unsigned
 from . import (atomics, builtins, descriptors, dot_scaled, dots, grid_dependence, hints, math_functions,  # noqa: F401
                memory_hints, python_builtins, random, reductions, scans, shape_builtins, standard)  # (they register their emitters)
-from . import inline_asm  # noqa: F401
+from . import inline_asm, triton_core  # noqa: F401
 from . import builtin_registry
 from .builtin_registry import EMITTERS
 from .constexpr import unwrap

@@ -15,7 +15,7 @@ import re
 
 from lark import Token, Tree
 
-from . import dtypes, semantics
+from . import dtypes, semantics, type_names
 from .builtins import EMITTERS, tensor_method, tile_method
 from .constexpr import unwrap
 from .python_builtins import KERNEL_BUILTINS, KernelBuiltin
@@ -268,6 +268,8 @@ class Expressions:
         if isinstance(obj, (TensorArg, Pointer)) and (name == "dtype" or name == "type" and not _pointer_tile(obj)):
             # (Triton's `x_ptr.dtype.element_ty`, and `x_ptr.type.element_ty` of a scalar pointer)
             return dtypes.pointer_type((obj if isinstance(obj, TensorArg) else obj.base).dtype)
+        if name == "type" and _pointer_tile(obj):  # (Triton's block_type of pointers)
+            return type_names.block_type(dtypes.pointer_type(obj.base.dtype), tuple(obj.offsets.shape))
         if isinstance(obj, TensorArg):
             return tensor_method(obj, name)
         if isinstance(obj, Tile):
@@ -279,6 +281,8 @@ class Expressions:
                 raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
         try:
             return unwrap(getattr(obj, name))
+        except type_names.NotInLanguage as e:  # (tile.atomic_poll: Triton's, not tile's yet)
+            raise self.error(node, str(e)) from None
         except AttributeError:
             raise self.error(node, f"{obj!r} has no attribute '{name}'") from None
 
@@ -333,11 +337,11 @@ class Expressions:
         if helper is not None:
             return self.inline_helper(helper, args, kwargs)
         compile_time = not any(is_runtime(a) or isinstance(a, TensorArg) for a in [*args, *kwargs.values()])
-        if callee is dtypes.pointer_type and compile_time:  # tile.pointer_type(tile.float16), a compile-time type
+        if callee in type_names.COMPILE_TIME_TYPES and compile_time:  # tile.pointer_type(tile.float16), a compile-time type
             return callee(*args, **kwargs)
         if callee in _SAFE_PY_BUILTINS.values() and compile_time:
             return callee(*args, **kwargs)
-        if isinstance(getattr(callee, "__self__", None), dtypes.dtype) and compile_time:  # x.dtype.is_floating()
+        if isinstance(getattr(callee, "__self__", None), type_names.TYPES) and compile_time:  # x.dtype.is_floating()
             return callee(*args, **kwargs)
         if callable(callee) and (getattr(callee, "tile_method", False) or getattr(callee, "__self__", None) is None
                                  and callee.__module__ == "tile.frontend.builtins"):

@@ -94,6 +94,19 @@ def interleave(a, b):
     """a and b alternating along their last dim (Triton's `tl.interleave`)."""
 
 
+@_builtin
+def to_tensor(x):
+    """A number (or constexpr) as a run-time scalar of Triton's type for it: bool int1; int
+    int32, uint32, int64 or uint64, the first that holds it; float float32 (float64 past its
+    range, and for float32's subnormals). A run-time value is returned as it is."""
+
+
+@_builtin
+def expect_zero(x, mask):
+    """x, where asserts are on (as `device_assert`) checked to be 0 wherever `mask` holds:
+    Triton's mark of values expected to have underflowed to zero."""
+
+
 class tensor_descriptor:
     """Triton's `tl.tensor_descriptor`, for `isinstance(d, tile.tensor_descriptor)` in a kernel:
     what `make_tensor_descriptor` makes, or a `tile.TensorDescriptor` argument."""

@@ -5,7 +5,8 @@ language does not have yet.
   tiles an elementwise minimum (Triton's `builtin_min`: a NaN loses to a number, as
   `minnum`), so that `min(num_pid_m - first_pid_m, GROUP_SIZE_M)` works as written.
 - `isinstance(X, tile.constexpr)`: whether X is a compile-time value (constexpr parameters
-  and globals are bare values here, never wrapped).
+  and globals are bare values here, never wrapped); `isinstance(X, tile.tensor)`, whether it
+  is a run-time one (a tile, scalar or pointer; not a tensor descriptor, as Triton's).
 - `print(prefix, *values)`: `tile.device_print`, as Triton's.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import builtins as py
 import functools
 
-from . import descriptors, language, semantics
+from . import descriptors, language, semantics, type_names
 from .builtins import EMITTERS
 from .constexpr import constexpr, unwrap
 from .semantics import SemanticError
@@ -63,8 +64,11 @@ def _isinstance(value, classes):
     classes = classes if isinstance(classes, tuple) else (classes,)
     if constexpr in classes and not _runtime(value):
         return True
+    if type_names.tensor in classes and _runtime(value):  # (Triton's tl.tensor: tiles, scalars, pointers)
+        return True
     # (tile.tensor_descriptor names the frontend's descriptor value)
-    rest = tuple(descriptors.TensorDescriptor if c is language.tensor_descriptor else c for c in classes if c is not constexpr)
+    rest = tuple(descriptors.TensorDescriptor if c is language.tensor_descriptor else c for c in classes
+                 if c is not constexpr and c is not type_names.tensor)
     return bool(rest) and py.isinstance(value, rest)
 
 
