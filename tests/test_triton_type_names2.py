@@ -22,7 +22,7 @@ def _scaled(v: tile.tensor, s: tile.core.tensor, ) -> tile.tensor:
 
 
 @tile.jit
-def _typed(x_ptr, out_ptr, n, scale, stride, BLOCK: tile.constexpr, ):
+def _typed(x_ptr: tile.tensor, out_ptr: tile.tensor, n: tile.core.tensor, scale, stride, BLOCK: tile.constexpr, ):
     pid = tile.program_id(0)
     offs = pid * BLOCK + tile.arange(0, BLOCK)
     mask = offs < n
@@ -96,6 +96,21 @@ def test_modules_hold_tritons_names():
     for name in dir(tile.core):
         if not name.startswith("_") and name in dir(tl) and hasattr(tl.core, name):
             assert not hasattr(tile.standard, name) or name in STANDARD
+
+
+@tile.jit
+def _count(out, n: tile.tensor, IS_TENSOR: tile.constexpr):
+    tile.static_assert(isinstance(n, tile.tensor) == IS_TENSOR, "an int argument is a tensor unless it is 1")
+    tile.store(out, n + 1)
+
+
+def test_an_int_argument_of_1_is_a_constexpr():
+    """As Triton's JIT, which specializes an int argument equal to 1 to a constexpr."""
+    out = torch.zeros(1, dtype=torch.int32)
+    _count[(1, )](out, 5, IS_TENSOR=True)
+    assert out.item() == 6
+    _count[(1, )](out, 1, IS_TENSOR=False)
+    assert out.item() == 2
 
 
 @tile.jit
