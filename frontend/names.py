@@ -15,6 +15,7 @@ import functools
 import hashlib
 import inspect
 import textwrap
+import threading
 import types
 from collections import ChainMap
 
@@ -24,6 +25,9 @@ from .errors import source_of
 
 
 _PACKAGE = __name__.split(".")[0]
+# CPython 3.11's ast.parse is not thread-safe ("AST constructor recursion depth mismatch",
+# python/cpython#106905): kernels compiled from several threads parse one at a time.
+_PARSE = threading.Lock()
 
 
 def namespace(fn) -> ChainMap:
@@ -56,7 +60,9 @@ def _references(fn) -> list[tuple[str, ...]]:
     """Each name the function's body loads, with the attributes read off it (`mylib.h.x`
     -> ("mylib", "h", "x")), its parameters left out. (Not its defaults': those were
     evaluated where it was defined, and `captured` takes their values.)"""
-    tree = ast.parse(textwrap.dedent(source_of(fn, fn.__name__)))
+    source = textwrap.dedent(source_of(fn, fn.__name__))
+    with _PARSE:
+        tree = ast.parse(source)
     body = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))).body
     params = set(inspect.signature(fn).parameters)
     out = []
