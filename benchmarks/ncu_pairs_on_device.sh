@@ -21,10 +21,6 @@ for case in "${cases[@]}"; do
             --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
             --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section SourceCounters \
             --import-source no -o "$OUT/$n" -f python3 "$B"/ncu_pair.py "$case" "$impl" > "$OUT/ncu_$n.log" 2>&1
-        ncu -i "$OUT/$n.ncu-rep" > "$OUT/ncu_$n.txt" 2>&1
-        ncu -i "$OUT/$n.ncu-rep" --page source --print-source sass --csv > "$OUT/src_$n.csv" 2>&1
-        python3 "$B"/ncu_stalls.py "$OUT/src_$n.csv" > "$OUT/stalls_$n.txt" 2>&1
-        gzip -f "$OUT/src_$n.csv"
-        rm -f "$OUT/$n.ncu-rep"
+        bash benchmarks/ncu_summarize.sh "$OUT" "$n"
     done
 done

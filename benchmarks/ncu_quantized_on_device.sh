@@ -15,9 +15,5 @@ for kind in fp8 int4; do
     ncu --clock-control none --kernel-name "regex:${kind}_matmul" --launch-skip 1 --launch-count 1 \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
         --section SourceCounters --import-source no -o "$OUT/$kind" -f python3 "$B"/quantized_profile.py > "$OUT/ncu_$kind.log" 2>&1
-    ncu -i "$OUT/$kind.ncu-rep" > "$OUT/ncu_$kind.txt" 2>&1
-    ncu -i "$OUT/$kind.ncu-rep" --page source --print-source sass --csv > "$OUT/src_$kind.csv" 2>&1
-    python3 "$B"/ncu_stalls.py "$OUT/src_$kind.csv" > "$OUT/stalls_$kind.txt" 2>&1
-    gzip -f "$OUT/src_$kind.csv"
-    rm -f "$OUT/$kind.ncu-rep"
+    bash benchmarks/ncu_summarize.sh "$OUT" "$kind"
 done

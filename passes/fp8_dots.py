@@ -101,11 +101,12 @@ def k_major_fp8(load, users) -> bool:
     return True
 
 
-def k_major_load(v) -> bool:
-    """Whether `v` is a 2-D `tile.load` through offsets that step by one element along K (dim 0)."""
+def k_major_load(v, axis: int = 0) -> bool:
+    """Whether `v` is a 2-D `tile.load` through offsets that step by one element along K (dim 0;
+    `axis=1`: along its last dim, a row-major tile)."""
     if isinstance(v.owner, ir.Block) or v.owner.operation.name != "tile.load":
         return False
-    return ir.RankedTensorType(v.type).rank == 2 and unit_stride_axis(v.owner.operation.operands[1]) == 0
+    return ir.RankedTensorType(v.type).rank == 2 and unit_stride_axis(v.owner.operation.operands[1]) == axis
 
 
 def widen_to_f16(v):

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ..dialects.layout import element_bits
-from .block_access import unit_stride_axis
 from .fp8_dots import column_major_load, is_fp8_dot, k_major_load
 from .registry import register_pass
 from .tile_fuse import K_MAJOR_B
@@ -52,27 +51,28 @@ from .tile_trans_loads import load_transposed
 from .walk import collect, in_loop
 
 
+def _sixteen_bit_b(dot):
+    """The dot's B, read by it alone, where the dot is a 16-bit one in a loop; else None."""
+    b = dot.operands[1]
+    if is_fp8_dot(dot) or element_bits(ir.RankedTensorType(b.type).element_type) != 16 or not in_loop(dot):
+        return None
+    return b if len(list(b.uses)) == 1 else None
+
+
 def applies(dot) -> bool:
     """A 16-bit dot in a loop whose B is a K-major load (read by nothing else) that
     `tile-pipeline` would not copy transposed."""
-    b = dot.operands[1]
-    if is_fp8_dot(dot) or element_bits(ir.RankedTensorType(b.type).element_type) != 16 or not in_loop(dot):
-        return False
-    return k_major_load(b) and len(list(b.uses)) == 1 and not column_major_load(b)
+    b = _sixteen_bit_b(dot)
+    return b is not None and k_major_load(b) and not column_major_load(b)
 
 
 def transposed_row_major_load(dot) -> bool:
     """A 16-bit dot in a loop whose B (read by it alone) is `tile.trans` of a 2-D load whose
     last dim steps by one element: B's K contiguous, as its ring slot holds it."""
-    b = dot.operands[1]
-    if is_fp8_dot(dot) or element_bits(ir.RankedTensorType(b.type).element_type) != 16 or not in_loop(dot):
+    b = _sixteen_bit_b(dot)
+    if b is None or isinstance(b.owner, ir.Block) or b.owner.operation.name != "tile.trans":
         return False
-    if isinstance(b.owner, ir.Block) or b.owner.operation.name != "tile.trans" or len(list(b.uses)) != 1:
-        return False
-    x = b.owner.operation.operands[0]
-    if isinstance(x.owner, ir.Block) or x.owner.operation.name != "tile.load" or ir.RankedTensorType(x.type).rank != 2:
-        return False
-    return unit_stride_axis(x.owner.operation.operands[1]) == 1
+    return k_major_load(b.owner.operation.operands[0], axis=1)
 
 
 @register_pass("tile-k-major-loads")

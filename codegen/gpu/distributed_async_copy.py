@@ -89,17 +89,17 @@ class SharedTile:
         return max(1, 8 // units), min(units, 8)  # per_phase, max_phase (their product is 8)
 
     def phase(self, row, ops=None):
-        """The XOR phase of a row (i32); rows 8 apart share it. `ops`: `_ARITH` (IR) or `_NUMPY`."""
-        k = ops or _ARITH
+        """The XOR phase of a row (i32); rows 8 apart share it. `ops`: `_Arith` (IR) or `_Numpy`."""
+        k = ops or _Arith
         per, most = self.phases
         return k.andi(k.shrui(row, k.const(per.bit_length() - 1)), k.const(most - 1))
 
     def offset(self, row, col, phase=None, ops=None):
         """Element index in `buf` of (row, col), both i32; `phase` may be given (see `phase`).
-        With `ops=_NUMPY`, of integer arrays, from 0 (not `base`): `run_offsets`' static twin."""
-        k = ops or _ARITH
+        With `ops=_Numpy`, of integer arrays, from 0 (not `base`): `run_offsets`' static twin."""
+        k = ops or _Arith
         lin = k.muli(row, k.const(self.panel))
-        lin = k.addi(self.base, lin) if k is _ARITH else lin
+        lin = k.addi(self.base, lin) if k is _Arith else lin
         if self.panel < self.cols:
             shift = self.panel.bit_length() - 1
             lin = k.addi(lin, k.muli(k.shrui(col, k.const(shift)), k.const(self.rows * self.panel)))
@@ -120,7 +120,7 @@ class SharedTile:
         instructions a 16-byte copy a K step, in tutorial 03's loop (ncu: a third more
         instructions than Triton's, and its dispatch stalls)."""
         first = self.offset(rows[0], cols[0])
-        at = self.offset(static[0], static[1], ops=_NUMPY)
+        at = self.offset(static[0], static[1], ops=_Numpy)
         out = [first]
         for i in range(1, len(rows)):
             delta = at[:, i] - at[:, 0]
@@ -141,9 +141,6 @@ class _Numpy:
     addi, muli, andi, ori, xori = np.add, np.multiply, np.bitwise_and, np.bitwise_or, np.bitwise_xor
     shrui, shli = np.right_shift, np.left_shift
     const = staticmethod(int)
-
-
-_ARITH, _NUMPY = _Arith, _Numpy
 
 
 @dataclass
@@ -270,8 +267,8 @@ def op_tile_async_copy(self, op):
     starts = list(range(0, n, w))
     offs, masks = at_run_starts(self, dist, starts, coords, [offsets, mask])
     # A layout wider than the tile: only one copy of each run writes it (first_copies.py).
-    first = guards(self, linear(thread_coords(dist, self.threads), dist.shape)[:, starts])
     static = thread_coords(dist, self.threads)
+    first = guards(self, linear(static, dist.shape)[:, starts])
     dsts = tile.run_offsets([rows[r] for r in starts], [cols[r] for r in starts],
                             _slot_static(static, starts))
     for r, f, dst in zip(starts, first, dsts):  # cp.async moves 4, 8 or 16 bytes

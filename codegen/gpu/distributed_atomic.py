@@ -183,7 +183,8 @@ def _vector_add(self, op, base, offsets, mask, dist, offs, masks, values) -> boo
     bits = element_bits(elem)
     word = ir.IntegerType.get_signless(bits)
     sem, scope = (ir.StringAttr(op.attributes[a]).value for a in ("sem", "scope"))
-    kind = f"add.noftz.v{w}.{elem}" if bits == 16 else f"add.v{w}.{elem}"
+    name, ty = _instruction("add", elem).rsplit(".", 1)  # (add.noftz.bf16 -> add.noftz.v8.bf16)
+    kind = f"{name}.v{w}.{ty}"
     temps = ", ".join(f"t{i}" for i in range(w))
     inputs = ", ".join(f"${i + 2}" for i in range(w))
     asm = (f"{{ .reg .b{bits} {temps};\n\t@$0 atom.{sem}.{scope}.global.{kind} {{{temps}}}, [$1], {{{inputs}}}; }}")
