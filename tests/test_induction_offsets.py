@@ -153,6 +153,11 @@ def test_tutorial_matmul_pipelined_on_sm90a(gpu_target):
     # prologue's 2 iterations and once in the loop
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 16", ptx)) == 8 * 3
     assert "ld.global" not in ptx
+    # In the loop a slot's copies go at immediate offsets from one address an operand (rows 8
+    # apart keep the swizzle's phase: SharedTile.run_offsets), not an address computed for each.
+    loop = ptx[ptx.index("wgmma.commit_group"):]
+    dsts = re.findall(r"cp\.async\.cg\.shared\.global \[(%rd\d+)(\+\d+)?\]", loop[:loop.index("cp.async.commit_group")])
+    assert len(dsts) == 8 and len({base for base, _ in dsts}) == 2, dsts
 
 
 def test_pointer_increments_give_the_index_form_ptx(gpu_target):

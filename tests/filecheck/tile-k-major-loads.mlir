@@ -82,3 +82,46 @@ func.func @block_columns(%w: !buf, %a: tensor<64x32xf16>, %s: i32, %n: i32) -> t
   }
   return %r : tensor<64x64xf32>
 }
+
+// -----
+
+// A B written as trans(q) of a row-major load (its last dim steps by one; a head's base added
+// inside the row term, as attention's backward reads it) that another dot also reads: the
+// load stays as it is and the dot is marked, so wgmma reads q's slot K-major in place.
+!buf = memref<?x?xf16, strided<[?, ?], offset: ?>>
+
+// CHECK-LABEL: func.func @transposed_shared_load
+// CHECK: %[[Q:.*]] = "tile.load"({{.*}}) : ({{.*}}) -> tensor<32x64xf16>
+// CHECK: %[[QT:.*]] = "tile.trans"(%[[Q]]) {permutation = array<i32: 1, 0>}
+// CHECK: "tile.dot"(%{{.*}}, %[[QT]], %{{.*}}) {k_major_b}
+// CHECK: "tile.dot"(%{{.*}}, %[[Q]], %{{.*}}) :
+func.func @transposed_shared_load(%w: !buf, %k: tensor<64x64xf16>, %ds: tensor<64x32xf16>, %base: i32, %s: i32, %n: i32) -> (tensor<64x32xf32>, tensor<64x64xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f16
+  %fzero = arith.constant 0.0 : f32
+  %i1 = "tile.splat"(%fzero) : (f32) -> tensor<64x32xf32>
+  %i2 = "tile.splat"(%fzero) : (f32) -> tensor<64x64xf32>
+  %r:2 = scf.for %m = %c0 to %n step %c32 iter_args(%st = %i1, %dk = %i2) -> (tensor<64x32xf32>, tensor<64x64xf32>) : i32 {
+    %rm = "tile.arange"() {start = 0 : i32, end = 32 : i32} : () -> tensor<32xi32>
+    %rd = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+    %rows = "tile.reshape"(%rm) : (tensor<32xi32>) -> tensor<32x1xi32>
+    %ss = "tile.splat"(%s) : (i32) -> tensor<32x1xi32>
+    %scaled = arith.muli %rows, %ss : tensor<32x1xi32>
+    %bb = "tile.splat"(%base) : (i32) -> tensor<32x1xi32>
+    %based = arith.addi %bb, %scaled : tensor<32x1xi32>
+    %rb = "tile.broadcast"(%based) : (tensor<32x1xi32>) -> tensor<32x64xi32>
+    %cols = "tile.reshape"(%rd) : (tensor<64xi32>) -> tensor<1x64xi32>
+    %cb = "tile.broadcast"(%cols) : (tensor<1x64xi32>) -> tensor<32x64xi32>
+    %offs = arith.addi %rb, %cb : tensor<32x64xi32>
+    %true = arith.constant true
+    %mask = "tile.splat"(%true) : (i1) -> tensor<32x64xi1>
+    %other = "tile.splat"(%zero) : (f16) -> tensor<32x64xf16>
+    %q = "tile.load"(%w, %offs, %mask, %other) : (!buf, tensor<32x64xi32>, tensor<32x64xi1>, tensor<32x64xf16>) -> tensor<32x64xf16>
+    %qt = "tile.trans"(%q) {permutation = array<i32: 1, 0>} : (tensor<32x64xf16>) -> tensor<64x32xf16>
+    %s2 = "tile.dot"(%k, %qt, %st) : (tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %d2 = "tile.dot"(%ds, %q, %dk) : (tensor<64x32xf16>, tensor<32x64xf16>, tensor<64x64xf32>) -> tensor<64x64xf32>
+    scf.yield %s2, %d2 : tensor<64x32xf32>, tensor<64x64xf32>
+  }
+  return %r#0, %r#1 : tensor<64x32xf32>, tensor<64x64xf32>
+}
