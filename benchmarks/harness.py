@@ -2,6 +2,7 @@
 
     python benchmarks/harness.py [--out DIR] [--only KERNEL ...] [--smoke]
     python benchmarks/harness.py --compile-only       # CPU machine: fill the tile cache for sm_90a
+    python benchmarks/harness.py --check-only --smoke # GPU: each tile launch once, checked (sanitizers)
 
 Every output is checked against a torch reference before it is timed, so a
 fast wrong kernel is reported as a failure, never as a number. Bandwidth is
@@ -108,25 +109,33 @@ def tolerance(kernel: str, dtype: str) -> dict:
     return {"rtol": 0, "atol": 0} if kernel in EXACT else MATMUL_TOL if kernel in MATMUL_KERNELS else TOLERANCES[dtype]
 
 
-def compile_only(selected: list[dict], overrides: dict) -> int:
-    """Make every tile launch of the GPU pass on 'meta' tensors, compiling into the cache."""
+def tile_once(selected: list[dict], overrides: dict, device: str = "meta") -> int:
+    """Every tile launch of the GPU pass, once each: on 'meta' tensors (the CPU machine: it
+    compiles into the cache), or on cuda, checked against torch and untimed (a run under
+    compute-sanitizer: `--check-only --smoke`)."""
     import torch
 
     failures = 0
     t_all = time.perf_counter()
     for c in selected:
         t0 = time.perf_counter()
+        dtype = getattr(torch, c["dtype"])
         try:
+            torch.manual_seed(0)
+            inputs = make_inputs(c["kernel"], c["shape"], dtype, device)
+            expected = None if device == "meta" else reference(c["kernel"], inputs)
             for w in choices("tile", c["kernel"], c["shape"], overrides):
                 run, cfg = tile_impl(c["kernel"], c["shape"], w, overrides)
-                run(*make_inputs(c["kernel"], c["shape"], getattr(torch, c["dtype"]), "meta"))
-            status = "compiled"
+                out = run(*inputs)
+                if expected is not None:
+                    torch.testing.assert_close(out, expected, **tolerance(c["kernel"], c["dtype"]))
+            status = "compiled" if expected is None else "matches torch"
         except Exception as e:  # noqa: BLE001  (report every config, whatever fails)
             failures += 1
             cfg, status = {}, "FAIL " + "".join(traceback.format_exception_only(type(e), e)).strip()[:1500]
         print(f"{c['kernel']:20s} {str(c['shape']):24s} {c['dtype']:8s} {time.perf_counter() - t0:6.2f}s {cfg} {status}",
               flush=True)
-    print(f"compile-only: {len(selected)} launches, {failures} failed, {time.perf_counter() - t_all:.1f}s", flush=True)
+    print(f"{device}: {len(selected)} points, {failures} failed, {time.perf_counter() - t_all:.1f}s", flush=True)
     return 1 if failures else 0
 
 
@@ -295,6 +304,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="kernels to run (default: all)")
     ap.add_argument("--group", choices=["main", "sweep", "matmul"], help="only the main points, the sweep or the matmuls")
     ap.add_argument("--smoke", action="store_true", help="fewer rows, same specializations: a quick end-to-end check")
+    ap.add_argument("--check-only", action="store_true", help="GPU: each tile launch once, checked, untimed (for compute-sanitizer)")
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=INT",
                     help="tile launch parameters instead of tile_config's, e.g. --set NP=4 (with --only)")
     args = ap.parse_args()
@@ -304,7 +314,9 @@ def main() -> int:
     if args.compile_only:
         os.environ.setdefault("TILE_TARGET", "sm_90a")
         os.environ["TILE_COMPILE_ONLY"] = "1"
-        return compile_only(selected, overrides)
+        return tile_once(selected, overrides)
+    if args.check_only:
+        return tile_once(selected, overrides, "cuda")
     out_dir = args.out or os.path.join(os.getcwd(), "bench-out")
     os.makedirs(out_dir, exist_ok=True)
     command = " ".join([os.path.basename(sys.executable), *sys.argv])

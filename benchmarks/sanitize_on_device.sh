@@ -5,8 +5,8 @@
 # Fails on any error a tool reports or any check that fails. One line per (tool, program) in
 # $OUT/sanitize.txt, the tools' own reports in $OUT/sanitize-<tool>.log.
 #   bash benchmarks/sanitize_on_device.sh [EXAMPLE ...]     # default: every example
-# TOOLS (default "memcheck racecheck synccheck") and SCRIPTS (default "regressions_on_device
-# language_on_device"; empty for examples only) narrow a run that must fit a short device call;
+# TOOLS (default "memcheck racecheck synccheck") and SCRIPTS (default "harness regressions_on_device
+# language_on_device"; harness: every benchmark kernel once at its smoke shape; empty for examples only) narrow a run that must fit a short device call;
 # ONE_PROCESS=1 runs the examples in one process a tool (one torch start-up under the tool, not one
 # an example; the tool's report still names each kernel).
 set -uo pipefail
@@ -44,9 +44,11 @@ for tool in ${TOOLS:-memcheck racecheck synccheck}; do
             run "$tool" "$name" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "$name"
         done
     fi
-    for script in ${SCRIPTS-regressions_on_device language_on_device}; do
+    for script in ${SCRIPTS-harness regressions_on_device language_on_device}; do
         echo "=== $script" >>"$OUT/sanitize-$tool.log"
-        run "$tool" "$script" python3 "$D"/src/tile/benchmarks/$script.py
+        args=()
+        [ "$script" = harness ] && args=(--check-only --smoke)  # each benchmark kernel at its smallest shape, untimed
+        run "$tool" "$script" python3 "$D"/src/tile/benchmarks/$script.py "${args[@]}"
     done
 done
 exit $status
