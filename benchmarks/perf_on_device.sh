@@ -19,7 +19,7 @@ for spec in "$@"; do
     script=${spec%%:*}; limit=${spec##*:}
     began=$(date +%s)
     args=()  # (the others read $OUT)
-    [ "$script" = triton_ports_on_device ] && args=(--out "$WORK")
+    [[ "$script" = triton_ports_on_device || "$script" = tutorials_on_device ]] && args=(--out "$WORK")
     [ "$script" = run_examples ] && args=(--device cuda --out "$WORK")
     timeout "$limit" python3 "$D/src/tile/benchmarks/$script.py" "${args[@]}" > "$WORK/$script.log" 2>&1
     rc=$?

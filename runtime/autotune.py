@@ -26,6 +26,7 @@ trial and before the real launch) and those it updates in place in `restore_valu
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import hashlib
 import inspect
 import json
@@ -39,6 +40,7 @@ import warnings
 
 from ..frontend.errors import LaunchError, TileError
 from ..frontend.paths import remove
+from ..frontend.tensor_descriptor import is_descriptor
 from . import cache
 from .kernel import DEFAULT_OPTIONS, fake_launch, generic_launch
 from .launch_binder import is_tensor, read_env
@@ -119,11 +121,18 @@ def do_bench(fn, warmup: float = 25, rep: float = 100, quantiles=None, cuda: boo
 
 
 def _meta_copy(v):
-    """Arguments for a compile-only launch in another process: tensors become 'meta' tensors of the same layout."""
+    """Arguments for a compile-only launch in another process: tensors become 'meta' tensors of the
+    same layout; a tensor descriptor, a copy over its base's (its lists copied: a config's
+    pre_hook sets its block shape, and each config compiles with its own)."""
     if hasattr(v, "data_ptr"):
         import torch
 
         return torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+    if is_descriptor(v):
+        out = copy.copy(v)
+        out.base, out.shape, out.strides, out.block_shape = (_meta_copy(v.base), list(v.shape), list(v.strides),
+                                                              list(v.block_shape))
+        return out
     return v
 
 
@@ -304,9 +313,14 @@ class Autotuner:
         per configuration, None or its compile error."""
         configs = self.configs if configs is None else configs
         target = self.kernel.target_for(list(args) + list(kwargs.values()))
-        meta_args = [_meta_copy(a) for a in args]
-        meta_kwargs = {k: _meta_copy(v) for k, v in kwargs.items()}
-        jobs = [(self.kernel, meta_args, {**meta_kwargs, **c.all_kwargs()}, target) for c in configs]
+        jobs = []
+        for c in configs:
+            if c.pre_hook is not None:
+                # What it sets (a descriptor's block shape) is part of the specialization: it runs
+                # before this config's compile, as before its launch (Triton compiles at the launch).
+                c.pre_hook({**dict(zip(self.arg_names, args)), **kwargs, **c.all_kwargs()})
+            jobs.append((self.kernel, [_meta_copy(a) for a in args],
+                         {**{k: _meta_copy(v) for k, v in kwargs.items()}, **c.all_kwargs()}, target))
         # Those in the cache (or failing before the compiler, as a bad launch) are loaded here:
         # forking workers only to load entries cost seconds.
         errors = [_compile_one(*job, build=False) for job in jobs]

@@ -2,13 +2,45 @@
 back (`benchmarks/library_kernels_on_device.triton_twin`: `tile.` -> `tl.`): the reference a
 test compares the tile kernel against, from one source, as a Triton user's kernel would be
 ported. In a process of its own: TRITON_INTERPRET is read when triton.language is imported.
-`triton_sm90`: such a twin compiled by Triton for sm_90a, as its JIT would on an H100."""
+`triton_sm90`: such a twin compiled by Triton for sm_90a, as its JIT would on an H100.
+`to_triton`: a whole port of a Triton tutorial (examples/triton_tutorials/), host code too, renamed back."""
 
+import ast
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+# The rename, reversed: (pattern, Triton spelling) on the host, then `tile.` -> `tl.` everywhere else.
+HOST_NAMES = [
+    (r"^import tile$", "import triton\nimport triton.language as tl"),
+    (r"^from tile\.extra import", "from triton.language.extra import"),
+    (r"\btile\.(jit|autotune|Config|cdiv|next_power_of_2)\b", r"triton.\1"),
+    (r"^from tile import TensorDescriptor$", "from triton.tools.tensor_descriptor import TensorDescriptor"),
+]
+
+
+def _kernel_lines(source: str) -> set[int]:
+    """Lines of the functions decorated with @tile.jit (their bodies are kernel code)."""
+    lines = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and any("tile.jit" in ast.unparse(d) for d in node.decorator_list):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def to_triton(source: str) -> str:
+    """The port with the rename reversed: Triton code."""
+    kernel = _kernel_lines(source)
+    out = []
+    for i, line in enumerate(source.splitlines(), 1):
+        if i not in kernel:
+            for pattern, spelling in HOST_NAMES:
+                line = re.sub(pattern, spelling, line)
+        out.append(re.sub(r"\btile\.", "tl.", line))
+    return "\n".join(out) + "\n"
+
 
 PRELUDE = '''
 import os, sys

@@ -93,3 +93,31 @@ def test_autotune_shows_its_progress(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TILE_AUTOTUNE_PROGRESS", "0")
     tuner[_grid](torch.rand(400), torch.empty(400), 400)
     assert "autotuning" not in capsys.readouterr().err
+
+
+@tile.kernel
+def desc_rows_kernel(x_desc, out, n, BLOCK: tile.constexpr):
+    tile.static_assert(x_desc.block_shape[0] == BLOCK)
+    row = tile.program_id(0) * BLOCK
+    offs = row + tile.arange(0, BLOCK)
+    tile.store(out + offs, tile.sum(x_desc.load([row, 0]), axis=1) * 2.0, mask=offs < n)
+
+
+def _block_shape_hook(nargs):
+    nargs["x_desc"].block_shape = [nargs["BLOCK"], 16]  # (tutorial 06's `_host_descriptor_pre_hook`)
+
+
+def test_config_pre_hook_sets_what_its_compile_sees(tmp_path, monkeypatch):
+    """A config's pre_hook that sets a host descriptor's block shape (Triton's tutorial 06 makes its
+    descriptors with a dummy [1, 1] block and sets it per config): each config compiles with the
+    block shape its hook gives (a TILE_COMPILE_ONLY build compiles nothing else). The configs were
+    once compiled before any hook ran, against the dummy block, and none compiled."""
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    configs = [tile.Config(BLOCK=b, pre_hook=_block_shape_hook) for b in (8, 32)]
+    tuner = tile.autotune(configs, key=["n"], rep=2, warmup=1, workers=2)(desc_rows_kernel)
+    x = torch.randn(50, 16)
+    out = torch.empty(50)
+    desc = tile.TensorDescriptor(x, shape=[50, 16], strides=[16, 1], block_shape=[1, 1])
+    tuner[lambda meta: (tile.cdiv(50, meta["BLOCK"]),)](desc, out, 50)
+    torch.testing.assert_close(out, x.sum(1) * 2)
+    assert desc.block_shape == [tuner.best_config(desc, out, 50).kwargs["BLOCK"], 16]

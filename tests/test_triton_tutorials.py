@@ -9,7 +9,6 @@ the test fails once the feature lands and the mark must go."""
 import ast
 import importlib
 import os
-import re
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import pytest
 import torch
 
 import tile
+from as_triton import to_triton
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORTS = os.path.join(os.path.dirname(HERE), "examples", "triton_tutorials")
@@ -128,36 +128,6 @@ def test_tutorial_09_epilogue_counter():
     out = torch.full((21, ), -1, dtype=torch.int32)
     _epilogue_counter[(4, )](out, 21, NUM_SMS=4)
     assert out.tolist() == list(range(21))
-
-
-# The rename, reversed: (pattern, Triton spelling) on the host, then `tile.` -> `tl.` everywhere else.
-HOST_NAMES = [
-    (r"^import tile$", "import triton\nimport triton.language as tl"),
-    (r"^from tile\.extra import", "from triton.language.extra import"),
-    (r"\btile\.(jit|autotune|Config|cdiv|next_power_of_2)\b", r"triton.\1"),
-    (r"^from tile import TensorDescriptor$", "from triton.tools.tensor_descriptor import TensorDescriptor"),
-]
-
-
-def _kernel_lines(source: str) -> set[int]:
-    """Lines of the functions decorated with @tile.jit (their bodies are kernel code)."""
-    lines = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef) and any("tile.jit" in ast.unparse(d) for d in node.decorator_list):
-            lines.update(range(node.lineno, node.end_lineno + 1))
-    return lines
-
-
-def to_triton(source: str) -> str:
-    """The port with the rename reversed: Triton code."""
-    kernel = _kernel_lines(source)
-    out = []
-    for i, line in enumerate(source.splitlines(), 1):
-        if i not in kernel:
-            for pattern, spelling in HOST_NAMES:
-                line = re.sub(pattern, spelling, line)
-        out.append(re.sub(r"\btile\.", "tl.", line))
-    return "\n".join(out) + "\n"
 
 
 def test_reverse_rename():
