@@ -4,7 +4,7 @@
 # (shared memory) and synccheck, from the cache built by build_for_device.sh (carry .device).
 # Fails on any error a tool reports or any check that fails. One line per (tool, program) in
 # $OUT/sanitize.txt, the tools' own reports in $OUT/sanitize-<tool>.log.
-#   bash benchmarks/sanitize_on_device.sh [EXAMPLE ...]     # default: every example
+#   bash benchmarks/sanitize_on_device.sh [EXAMPLE ...]     # default: every example; `none`: no example
 # TOOLS (default "memcheck racecheck synccheck") and SCRIPTS (default "harness regressions_on_device
 # language_on_device"; harness: every benchmark kernel once at its smoke shape; empty for examples only) narrow a run that must fit a short device call;
 # ONE_PROCESS=1 runs the examples in one process a tool (one torch start-up under the tool, not one
@@ -19,7 +19,9 @@ CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2
 if [ -z "$CS" ]; then echo "no compute-sanitizer on this machine"; exit 2; fi
 "$CS" --version | tail -1 | tee "$OUT/sanitize.txt"
 names=("$@")
-if [ ${#names[@]} -eq 0 ]; then
+if [ "${1-}" = none ]; then
+    names=()  # the scripts only
+elif [ ${#names[@]} -eq 0 ]; then
     mapfile -t names < <(python3 -c "import sys; sys.path.insert(0, '$D/src/tile/examples'); from seeds import SEEDS; print('\n'.join(SEEDS))")
 fi
 status=0
@@ -35,7 +37,9 @@ run() {  # tool, label, command...
     [ "$rc" -ne 0 ] && status=1
 }
 for tool in ${TOOLS:-memcheck racecheck synccheck}; do
-    if [ "${ONE_PROCESS:-0}" = 1 ]; then
+    if [ ${#names[@]} -eq 0 ]; then
+        :
+    elif [ "${ONE_PROCESS:-0}" = 1 ]; then
         echo "=== ${names[*]}" >>"$OUT/sanitize-$tool.log"
         run "$tool" "examples (${#names[@]})" python3 "$D"/src/tile/benchmarks/run_examples.py --device cuda "${names[@]}"
     else

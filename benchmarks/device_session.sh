@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One device session's calls, from a cache built by checks_for_device.sh (DEVICE_DIR names it),
+# each phase's outputs tarred into $OUT (the device tool returns at most 8 files):
+#   checks: the TILE_DEBUG check, every example on cuda, then the sanitizers (memcheck, racecheck,
+#           synccheck) over the examples and the GPU halves of the tests, and over the benchmark's
+#           kernels at their smoke shapes (harness.py --check-only);           -> checks.tgz
+#   perf:   the tutorials beside their Triton twins, tutorial 03's forms, the attention backward;
+#           -> perf.tgz
+#   DEVICE_DIR=.device14 bash benchmarks/device_session.sh checks
+set -uo pipefail
+cd "$(dirname "$0")/.."
+FINAL=${OUT:-$PWD/session-out}
+WORK=$(mktemp -d)
+mkdir -p "$FINAL"
+status=0
+case "${1:?usage: device_session.sh checks|perf}" in
+checks)
+    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 run_examples:90 || status=1
+    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 260 \
+        bash benchmarks/sanitize_on_device.sh || status=1
+    OUT=$WORK/san-bench SCRIPTS=harness timeout 150 bash benchmarks/sanitize_on_device.sh none || status=1
+    tar czf "$FINAL/checks.tgz" -C "$WORK" . ;;
+perf)
+    OUT=$WORK/perf bash benchmarks/perf_on_device.sh tutorials_on_device:300 attention_bwd_on_device:80 \
+        triton_ports_on_device:130 || status=1
+    tar czf "$FINAL/perf.tgz" -C "$WORK" . ;;
+esac
+exit $status
