@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device session's calls, from a cache built by checks_for_device.sh (DEVICE_DIR names it),
 # each phase's outputs tarred into $OUT (the device tool returns at most 8 files):
-#   checks: the TILE_DEBUG check, every example on cuda, then the sanitizers (memcheck, racecheck,
-#           synccheck) over the examples and the GPU halves of the tests, and over the benchmark's
-#           kernels at their smoke shapes (harness.py --check-only);           -> checks.tgz
+#   checks: the TILE_DEBUG check, then memcheck, racecheck and synccheck over every example
+#           (memcheck's run checks each against torch), the GPU halves of the tests, and the
+#           benchmark's kernels at their smoke shapes (harness.py --check-only);  -> checks.tgz
 #   perf:   the tutorials beside their Triton twins, tutorial 03's forms, the attention backward;
 #           -> perf.tgz
 #   DEVICE_DIR=.device14 bash benchmarks/device_session.sh checks
@@ -15,7 +15,7 @@ mkdir -p "$FINAL"
 status=0
 case "${1:?usage: device_session.sh checks|perf}" in
 checks)
-    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 run_examples:90 || status=1
+    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 || status=1
     OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 260 \
         bash benchmarks/sanitize_on_device.sh || status=1
     OUT=$WORK/san-bench SCRIPTS=harness timeout 150 bash benchmarks/sanitize_on_device.sh none || status=1
