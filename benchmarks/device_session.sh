@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One device session's calls, from a cache built by checks_for_device.sh (DEVICE_DIR names it),
-# each phase's outputs tarred into $OUT (the device tool returns at most 8 files):
+# each step's outputs tarred into $OUT as it ends (the device tool returns at most 8 files, and
+# what is there when a call runs out of time):
 #   checks: the TILE_DEBUG check, then memcheck, racecheck and synccheck over every example
 #           (memcheck's run checks each against torch), the GPU halves of the tests, and the
-#           benchmark's kernels at their smoke shapes (harness.py --check-only);  -> checks.tgz
+#           benchmark's kernels at their smoke shapes (harness.py --check-only);
+#           -> san.tgz, debug.tgz, san-bench.tgz
 #   perf:   the tutorials beside their Triton twins, tutorial 03's forms, the attention backward;
 #           -> perf.tgz
 #   DEVICE_DIR=.device14 bash benchmarks/device_session.sh checks
@@ -15,11 +17,13 @@ mkdir -p "$FINAL"
 status=0
 case "${1:?usage: device_session.sh checks|perf}" in
 checks)
-    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 || status=1
     OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 260 \
         bash benchmarks/sanitize_on_device.sh || status=1
+    tar czf "$FINAL/san.tgz" -C "$WORK" san
+    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 || status=1
+    tar czf "$FINAL/debug.tgz" -C "$WORK" run
     OUT=$WORK/san-bench SCRIPTS=harness timeout 150 bash benchmarks/sanitize_on_device.sh none || status=1
-    tar czf "$FINAL/checks.tgz" -C "$WORK" . ;;
+    tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
 perf)
     OUT=$WORK/perf bash benchmarks/perf_on_device.sh tutorials_on_device:300 attention_bwd_on_device:80 \
         triton_ports_on_device:130 || status=1
