@@ -7,7 +7,7 @@
 #           benchmark's kernels at their smoke shapes (harness.py --check-only);
 #           -> san.tgz, debug.tgz, san-bench.tgz
 #   perf:   the tutorials beside their Triton twins, tutorial 03's forms, the attention backward;
-#           -> perf.tgz
+#           -> tutorials/perf.tgz, rest/perf.tgz
 #   DEVICE_DIR=.device14 bash benchmarks/device_session.sh checks
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +25,7 @@ checks)
     OUT=$WORK/san-bench SCRIPTS=harness timeout 150 bash benchmarks/sanitize_on_device.sh none || status=1
     tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
 perf)
-    OUT=$WORK/perf bash benchmarks/perf_on_device.sh tutorials_on_device:300 attention_bwd_on_device:80 \
-        triton_ports_on_device:130 || status=1
-    tar czf "$FINAL/perf.tgz" -C "$WORK" . ;;
+    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:300 || status=1
+    OUT=$FINAL/rest bash benchmarks/perf_on_device.sh attention_bwd_on_device:80 triton_ports_on_device:130 || status=1 ;;
 esac
 exit $status
