@@ -158,6 +158,12 @@ def test_tutorial_matmul_pipelined_on_sm90a(gpu_target):
     loop = ptx[ptx.index("wgmma.commit_group"):]
     dsts = re.findall(r"cp\.async\.cg\.shared\.global \[(%rd\d+)(\+\d+)?\]", loop[:loop.index("cp.async.commit_group")])
     assert len(dsts) == 8 and len({base for base, _ in dsts}) == 2, dsts
+    # The warpgroup the wgmma descriptors start from is broadcast once, before the loop (a shuffle
+    # at the dot was not hoisted: a SHFL and an R2UR each iteration).
+    body = ptx[ptx.index("$L__BB0_2:"):]
+    body = body[:body.index("bra.uni") if "bra.uni" in body else len(body)]
+    assert "wgmma.mma_async" in body and "shfl.sync" not in body
+    assert ptx.count("shfl.sync.idx") == 1
 
 
 def test_pointer_increments_give_the_index_form_ptx(gpu_target):

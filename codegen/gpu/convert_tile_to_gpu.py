@@ -90,6 +90,7 @@ class Translator:
         self.scratch_uses = 0  # scratch views handed out: lets back-to-back users skip a barrier
         self._last_scalar_reduce = None  # (block, scratch use, half) of the latest full reduction
         self._scratch = None
+        self._uniform_warp = None
         self.partials: dict = {}  # reduce result -> (partial values, their coordinates per thread): held_registers.py
         self.deferred: dict = {}  # value -> (how to make it, the block it was deferred in): held_registers.defer
         self.async_tokens: list = []  # cp.async copies since the last commit (distributed_async_copy.py)
@@ -100,6 +101,7 @@ class Translator:
         # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.
         self.has_wgmma = any(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
         self.has_tma_store = any(o.name == "tile.tma_store" for o in all_ops(fn))
+        self.wgmma_dots = sum(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
         with ir.InsertionPoint(block):
             self.tid = tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
@@ -176,6 +178,22 @@ class Translator:
             row0 = arith.addi(arith.muli(part_m, _i32(tm)), group)
             col0 = arith.addi(arith.muli(part_n, _i32(tn)), arith.muli(t, _i32(2)))
             return [arith.addi(_splat(row0, n), _ivec(rows)), arith.addi(_splat(col0, n), _ivec(cols))]
+
+    def uniform_warp(self):
+        """The warp index broadcast from lane 0: ptxas keeps what it derives (wgmma descriptors) in
+        uniform registers (from tid >> 5 directly it lost the high word of A's descriptor,
+        measured). A shuffle in a loop is not hoisted (it is convergent): a SHFL and an R2UR an
+        iteration. In a kernel of one dot it is made once, at the entry: ptxas keeps it in a
+        uniform register through the loop (3-4 fewer SASS instructions an iteration in the GEMM
+        loops of tutorials 03, 08 and 09). With several it is made at each (LLVM merges those of
+        a block): held through the attention backward's loop of four dots, it took a regular
+        register and an R2UR at each use, and the loop grew by 8."""
+        if self.wgmma_dots != 1:
+            return gpu.ShuffleOp(self.warp, _i32(0), _i32(32), gpu.ShuffleMode.IDX).results[0]
+        if self._uniform_warp is None:
+            with self.entry:
+                self._uniform_warp = gpu.ShuffleOp(self.warp, _i32(0), _i32(32), gpu.ShuffleMode.IDX).results[0]
+        return self._uniform_warp
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int, align: int = 1):

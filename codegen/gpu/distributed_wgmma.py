@@ -34,7 +34,7 @@ the `nvvm` ops are emitted directly.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, nvvm, vector
+from mlir.dialects import arith, llvm, memref, nvvm, vector
 
 from ...dialects.layout import element_bits as bits
 from ...frontend.errors import TileError
@@ -160,10 +160,7 @@ def wgmma_dot(self, op, ta: SharedTile | None, tb: SharedTile, steps: range | No
     acc_elem = ir.RankedTensorType(acc.type).element_type  # (i32 for int8 operands)
     gn = cd.layout.warpgroups[1]
     (tm, tn), (reps_m, reps_n) = cd.warp_tile, cd.reps
-    # The warpgroup, broadcast from lane 0: ptxas then keeps the descriptors in uniform
-    # registers (from tid >> 7 directly it lost the high word of A's descriptor, measured).
-    warp = gpu.ShuffleOp(self.warp, i32(0), i32(32), gpu.ShuffleMode.IDX).results[0]
-    wg = arith.shrui(warp, i32(2))
+    wg = arith.shrui(self.uniform_warp(), i32(2))  # (the warpgroup; uniform: see uniform_warp)
     part_m, part_n = arith.divui(wg, i32(gn)), arith.remui(wg, i32(gn))
     # A: K-major, leading offset unused (1), the warpgroup's part_m * tm rows down; B: N-major,
     # panels `lead` apart, the warpgroup's columns from part_n * tn. A transposed slot the other
