@@ -8,6 +8,7 @@
 #           -> san.tgz, debug.tgz, san-bench.tgz
 #   perf:   the tutorials beside their Triton twins, tutorial 03's forms, the attention backward;
 #           -> tutorials/perf.tgz, rest/perf.tgz
+#   all:    checks and the tutorials in one call, each step under a shorter limit
 #   DEVICE_DIR=.device14 bash benchmarks/device_session.sh checks
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ FINAL=${OUT:-$PWD/session-out}
 WORK=$(mktemp -d)
 mkdir -p "$FINAL"
 status=0
-case "${1:?usage: device_session.sh checks|perf}" in
+case "${1:?usage: device_session.sh checks|perf|all}" in
 checks)
     OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 260 \
         bash benchmarks/sanitize_on_device.sh || status=1
@@ -23,6 +24,15 @@ checks)
     OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 || status=1
     tar czf "$FINAL/debug.tgz" -C "$WORK" run
     OUT=$WORK/san-bench SCRIPTS=harness timeout 150 bash benchmarks/sanitize_on_device.sh none || status=1
+    tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
+all)  # one call where a second may not come: the checks, the tutorials between them
+    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 220 \
+        bash benchmarks/sanitize_on_device.sh || status=1
+    tar czf "$FINAL/san.tgz" -C "$WORK" san
+    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:40 || status=1
+    tar czf "$FINAL/debug.tgz" -C "$WORK" run
+    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:200 || status=1
+    OUT=$WORK/san-bench SCRIPTS=harness timeout 100 bash benchmarks/sanitize_on_device.sh none || status=1
     tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
 perf)
     OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:300 || status=1
