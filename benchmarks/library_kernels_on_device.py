@@ -27,11 +27,11 @@ LAUNCHES = 50
 
 def triton_twin(module, names: list[str]):
     """The named `@tile.jit`/`@tile.kernel`/`@tile.func` functions of `module` (or ones it
-    imports) and its module-level assignments (`LOG2E = tile.constexpr(...)`), renamed to
+    imports) and its module-level assignments (`LOG2E = tile.constexpr(...)`, annotated too), renamed to
     Triton and imported: helpers and constants before the kernels that use them."""
     text = inspect.getsource(module)
-    assigned = {t.id: node for node in ast.parse(text).body if isinstance(node, ast.Assign) for t in node.targets
-                if isinstance(t, ast.Name)}
+    assigned = {t.id: node for node in ast.parse(text).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
     source = "\n\n".join(ast.get_source_segment(text, assigned[n]) if n in assigned
                           else inspect.getsource(getattr(module, n).fn) for n in names)
     source = re.sub(r"@tile\.(jit|kernel|func)\b", "@triton.jit", source)

@@ -1,7 +1,8 @@
 """LLVM IR -> PTX, through llvmlite's NVPTX backend (the same LLVM 22 as MLIR).
 
 `gpu_module_to_llvm_ir` takes the `gpu.module` that the nvvm stage produced
-and translates its contents with MLIR's `translate_module_to_llvmir`.
+and translates its contents with MLIR's `translate_module_to_llvmir`, under NVPTX's
+data layout (the alignment of loads and stores that carry none of their own).
 `llvm_ir_to_ptx` links only the libdevice functions the kernel calls (from the
 triton wheel), internalizes them, optimizes at O3 and emits PTX.
 """
@@ -16,7 +17,7 @@ from mlir.dialects import llvm as llvm_dialect
 
 from ...frontend.errors import CompilationError
 from ...passes.walk import walk
-from .targets import PTX_FEATURES
+from .targets import NVPTX64_DATA_LAYOUT, PTX_FEATURES
 
 
 
@@ -28,6 +29,7 @@ def gpu_module_to_llvm_ir(module: ir.Module) -> str:
     for op in gpu_modules[0].regions[0].blocks[0].operations:
         inner.body.append(op.operation.clone())
     _check_translatable(inner)
+    inner.operation.attributes["llvm.data_layout"] = ir.StringAttr.get(NVPTX64_DATA_LAYOUT)
     return llvm_dialect.translate_module_to_llvmir(inner.operation)
 
 
