@@ -53,6 +53,12 @@ def _verify_async_copy(op):
     return _verify_ring_access(op, offsets.type, check_elem=False) if _shape(offsets) else "offsets must be a tile"
 
 
+# On the `arith.andi` that tile-pipeline makes of a prefetch's mask and its iteration's `live`
+# (false past the loop's end): the GPU lowering then issues no copy where `live` is false
+# instead of zero-filling the slot, which no iteration reads.
+PREFETCH_GUARD = "tile.prefetch_guard"
+
+
 @define("async_copy", operands=[("buffer", "memref"), ("slot", "i32"), ("base", "memref"), ("offsets", "tensor"),
                                 ("mask", "tensor")], verify=_verify_async_copy)
 def async_copy(buffer, slot, base, offsets, mask, *, loc=None, ip=None) -> ir.Operation:

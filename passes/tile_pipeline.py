@@ -132,6 +132,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from ..dialects import pipeline_ops
+from ..dialects.pipeline_ops import PREFETCH_GUARD
 from ..dialects.layout import MAX_SHARED, SM_SHARED, element_bits
 from ..dialects.op_definition import create
 from ..dialects.tile_ops import WRITES, is_tf32
@@ -442,5 +443,6 @@ class TilePipeline:
                     continue
                 m = mapping.get(mask, mask)
                 m = arith.andi(m, create("splat", [m.type], [live]).result)
+                m.owner.attributes[PREFETCH_GUARD] = ir.UnitAttr.get()  # (a user's `mask & flag` zero-fills)
                 pipeline_ops.async_copy(ring, slot, base, mapping.get(offsets, offsets), m)
             pipeline_ops.async_commit()

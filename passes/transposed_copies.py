@@ -28,6 +28,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ..dialects import tile_ops
+from ..dialects.pipeline_ops import PREFETCH_GUARD
 from ..dialects.layout import Blocked, element_bits, encoding_of, with_encoding
 from .block_access import Block, start_value
 
@@ -65,4 +66,8 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
         offsets = arith.addi(splat(b.base), offsets)
     bounds = [inside for inside in (r_in, c_in) if inside is not None]
     mask = arith.andi(*bounds) if len(bounds) == 2 else bounds[0] if bounds else None
-    return offsets, splat(live) if mask is None else arith.andi(mask, splat(live))
+    if mask is None:
+        mask = splat(arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result)
+    guarded = arith.andi(mask, splat(live))
+    guarded.owner.attributes[PREFETCH_GUARD] = ir.UnitAttr.get()  # (as tile-pipeline's other copies)
+    return offsets, guarded
