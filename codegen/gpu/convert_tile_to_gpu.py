@@ -99,9 +99,9 @@ class Translator:
         dots = [o for o in all_ops(fn) if o.name == "tile.dot"]
         self.has_dot = bool(dots)
         # wgmma reads shared memory through the async proxy: writes to its operands need a proxy fence.
-        self.has_wgmma = any(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
-        self.has_tma_store = any(o.name == "tile.tma_store" for o in all_ops(fn))
         self.wgmma_dots = sum(isinstance(encoding_of(o.results[0].type), Wgmma) for o in dots)
+        self.has_wgmma = self.wgmma_dots > 0
+        self.has_tma_store = any(o.name == "tile.tma_store" for o in all_ops(fn))
         with ir.InsertionPoint(block):
             self.tid = tid = arith.index_cast(ir.IntegerType.get_signless(32), gpu.thread_id(gpu.Dimension.x))
             self.lane = arith.andi(tid, _i32(31))
@@ -188,12 +188,13 @@ class Translator:
         loops of tutorials 03, 08 and 09). With several it is made at each (LLVM merges those of
         a block): held through the attention backward's loop of four dots, it took a regular
         register and an R2UR at each use, and the loop grew by 8."""
-        if self.wgmma_dots != 1:
-            return gpu.ShuffleOp(self.warp, _i32(0), _i32(32), gpu.ShuffleMode.IDX).results[0]
-        if self._uniform_warp is None:
-            with self.entry:
-                self._uniform_warp = gpu.ShuffleOp(self.warp, _i32(0), _i32(32), gpu.ShuffleMode.IDX).results[0]
-        return self._uniform_warp
+        if self._uniform_warp is not None:
+            return self._uniform_warp
+        with self.entry if self.wgmma_dots == 1 else ir.InsertionPoint.current:
+            warp = gpu.ShuffleOp(self.warp, _i32(0), _i32(32), gpu.ShuffleMode.IDX).results[0]
+        if self.wgmma_dots == 1:
+            self._uniform_warp = warp
+        return warp
 
     # ---- shared-memory scratch -----------------------------------------------------
     def scratch(self, elem, count: int, align: int = 1):
