@@ -440,18 +440,20 @@ def minimum(x, y, propagate_nan=None):
 
 
 @_builtin
-def sum(x, axis=None, keep_dims=False):
-    """Sum along `axis` (None: every dim, a scalar); `keep_dims` keeps the reduced dims as 1."""
+def sum(x, axis=None, keep_dims=False, dtype=None):
+    """Sum along `axis` (None: every dim, a scalar); `keep_dims` keeps the reduced dims as 1;
+    `dtype` (Triton's) the dtype it accumulates in and returns."""
 
 
 @_builtin
-def max(x, axis=None, keep_dims=False):
-    """Maximum along `axis` (None: every dim)."""
+def max(x, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Maximum along `axis` (None: every dim); with `return_indices`, (maximum, its index) as
+    `argmax` gives it (Triton's signature: `keep_dims` comes fifth)."""
 
 
 @_builtin
-def min(x, axis=None, keep_dims=False):
-    """Minimum along `axis` (None: every dim)."""
+def min(x, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Minimum along `axis` (None: every dim); with `return_indices`, (minimum, its index)."""
 
 
 @_builtin

@@ -7,11 +7,13 @@ As in Triton, `axis=None` reduces every dim (one axis after another, last first)
 
 from __future__ import annotations
 
+import math
+
 from ..dialects import tile_ops
 from . import semantics, unsigned
-from .builtins import EMITTERS, SemanticError, _axis, _tile, emitter
+from .builtins import EMITTERS, SemanticError, _axis, _dtype, _tile, emitter
 from .dtypes import float32, int32, uint32
-from .values import Tile
+from .values import Tile, describe
 
 
 def _check_axis(x: Tile, axis, what: str) -> int:
@@ -63,22 +65,47 @@ def _operand(x, what: str) -> Tile:
     return x
 
 
-def _reduce(kind):
-    def emit(x, axis=None, keep_dims=False):
+def _reduce_axes(kind: str, x: Tile, axis, keep_dims) -> Tile:
+    shape = list(x.shape)
+    axes = range(len(shape) - 1, -1, -1) if axis is None else [_check_axis(x, axis, kind)]
+    out = x
+    for a in axes:
+        out = _reduce_axis(kind, out, a)
+    if keep_dims:
+        out = Tile(tile_ops.splat(out.value, [1] * len(shape))) if axis is None else _keep_dim(out, shape, axes[0])
+    return out
+
+
+@emitter("sum")
+def _sum(x, axis=None, keep_dims=False, dtype=None):
+    # Triton's `dtype=`: the sum accumulates in (and returns) that dtype
+    x = _operand(x, "sum")
+    return _reduce_axes("sum", x if dtype is None else semantics.cast(x, _dtype(dtype)), axis, keep_dims)
+
+
+def _extremum(kind):
+    def emit(x, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+        """Triton's signature: `return_indices` (third, as Triton's) also gives the first (or,
+        not tie_break_left, the last) index of each extremum, as `argmax` does."""
         x = _operand(x, kind)
+        for name, flag in (("return_indices", return_indices), ("return_indices_tie_break_left", return_indices_tie_break_left)):
+            if not isinstance(flag, (bool, int)):
+                raise SemanticError(f"{kind}'s {name} must be a compile-time bool, got {describe(flag)}")
+        values = _reduce_axes(kind, x, axis, keep_dims)
+        if not return_indices:
+            return values
         shape = list(x.shape)
-        axes = range(len(shape) - 1, -1, -1) if axis is None else [_check_axis(x, axis, kind)]
-        out = x
-        for a in axes:
-            out = _reduce_axis(kind, out, a)
-        if keep_dims:
-            out = Tile(tile_ops.splat(out.value, [1] * len(shape))) if axis is None else _keep_dim(out, shape, axes[0])
-        return out
+        if axis is None:  # (Triton's: an index into the flattened tile)
+            x = Tile(tile_ops.reshape(x.value, [math.prod(shape)]))
+        index = _arg_extremum(kind, x, 0 if axis is None else axis, bool(return_indices_tie_break_left), keep_dims)
+        if axis is None and keep_dims:
+            index = Tile(tile_ops.reshape(index.value, [1] * len(shape)))
+        return values, index
 
     return emit
 
 
-EMITTERS["sum"], EMITTERS["max"], EMITTERS["min"] = _reduce("sum"), _reduce("max"), _reduce("min")
+EMITTERS["max"], EMITTERS["min"] = _extremum("max"), _extremum("min")
 
 
 def _arg_extremum(kind: str, x, axis, tie_break_left: bool, keep_dims: bool) -> Tile:

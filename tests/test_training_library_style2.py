@@ -1,0 +1,623 @@
+"""A second round of kernels written the way training libraries write Triton (Liger-Kernel,
+apex, flash-linear-attention, mamba, FlagGems), written here in that style: a cross-entropy
+whose one kernel computes the loss (online logsumexp, label smoothing, z-loss, `reduction`) and
+writes the logits' gradient over them; a layer-norm backward whose programs add their partial
+dW, dB into GROUP_SIZE_M slots under a spin lock, summed by a second kernel; a chunked simple
+gated linear attention (block pointers advanced through the chunks, in-chunk cumulative gates,
+a causal mask from `arange`, `tile.heuristics`); a causal depthwise conv1d with SiLU and an
+optional bias; FlagGems' row reductions (a p-norm through libdevice, `keep_dims`) and an argmax
+over blocks with index tracking. Each runs on the CPU against torch at odd sizes and on strided
+views, its own source renamed to Triton runs under Triton's interpreter against the same
+reference, and it compiles for sm_90a at a model's sizes beside Triton's compile of the twin."""
+
+import functools
+import os
+import re
+import sys
+
+import pytest
+import torch
+
+import tile
+from as_triton import run_in_triton, triton_sm90
+
+
+@tile.jit
+def _cross_entropy_kernel(
+    X_ptr, X_stride,
+    Y_ptr, Y_stride,
+    loss_ptr, z_loss_ptr, loss_stride,
+    n_cols, n_non_ignore,
+    ignore_index, lse_square_scale, label_smoothing,
+    RETURN_Z_LOSS: tile.constexpr,
+    BLOCK_SIZE: tile.constexpr,
+    reduction: tile.constexpr = "mean",
+):
+    """One row of logits a program: the loss (cross-entropy with label smoothing, plus the
+    z-loss lse_square_scale * lse^2) into loss_ptr, and the logits' gradient over X."""
+    program_id = tile.program_id(0).to(tile.int64)
+    Y_ptr += program_id * Y_stride
+    y = tile.load(Y_ptr)
+    X_ptr += program_id * X_stride
+    if y == ignore_index:
+        for i in range(0, n_cols, BLOCK_SIZE):
+            X_offsets = i + tile.arange(0, BLOCK_SIZE)
+            tile.store(X_ptr + X_offsets, 0.0, mask=X_offsets < n_cols)
+        return
+    loss_ptr += program_id * loss_stride
+    z_loss_ptr += program_id * loss_stride
+
+    # first pass: the row's max and sum of exponentials, online
+    m = float("-inf")
+    d = 0.0
+    ori_X_y = tile.load(X_ptr + y).cast(tile.float32)
+    scaled_x_sum = 0.0
+    eps = label_smoothing / n_cols
+    for i in range(0, n_cols, BLOCK_SIZE):
+        X_offsets = i + tile.arange(0, BLOCK_SIZE)
+        X_block = tile.load(X_ptr + X_offsets, mask=X_offsets < n_cols, other=float("-inf")).cast(tile.float32)
+        block_max = tile.max(X_block)
+        if label_smoothing > 0:
+            scaled_x_sum += tile.sum(tile.where(X_offsets < n_cols, -eps * X_block, 0.0))
+        m_new = tile.maximum(m, block_max)
+        d = d * tile.exp(m - m_new) + tile.sum(tile.exp(X_block - m_new))
+        m = m_new
+    lse = m + tile.log(d)
+
+    # second pass: softmax(x) * (1 + 2 * lse_square_scale * lse) - (1 - ls) * onehot(y) - eps
+    for i in range(0, n_cols, BLOCK_SIZE):
+        X_offsets = i + tile.arange(0, BLOCK_SIZE)
+        X_block = tile.load(X_ptr + X_offsets, mask=X_offsets < n_cols, other=float("-inf")).cast(tile.float32)
+        X_block = tile.exp(X_block - m) / d
+        X_block += 2 * lse_square_scale * lse * X_block
+        X_block += -eps
+        X_block = tile.where(X_offsets != y, X_block, X_block - (1 - label_smoothing))
+        if reduction == "mean":
+            X_block = X_block / n_non_ignore
+        tile.store(X_ptr + X_offsets, X_block, mask=X_offsets < n_cols)
+    tile.debug_barrier()
+
+    loss = lse - ori_X_y
+    if label_smoothing > 0:
+        smooth_loss = scaled_x_sum + label_smoothing * lse
+        loss = loss * (1 - label_smoothing) + smooth_loss
+    z_loss = lse_square_scale * lse * lse
+    loss += z_loss
+    if reduction == "mean":
+        z_loss = z_loss / n_non_ignore
+        loss = loss / n_non_ignore
+    tile.store(loss_ptr, loss)
+    if RETURN_Z_LOSS:
+        tile.store(z_loss_ptr, z_loss)
+
+
+@tile.jit
+def _layer_norm_backward_kernel(
+    X_ptr, X_row_stride,
+    W_ptr,
+    Mean_ptr, RSTD_ptr,
+    DY_ptr, DY_row_stride,
+    DX_ptr, DX_row_stride,
+    DW_ptr, DB_ptr, partial_stride,
+    Lock_ptr,
+    n_rows, n_cols, rows_per_program,
+    GROUP_SIZE_M: tile.constexpr,
+    BLOCK_SIZE: tile.constexpr,
+):
+    """dX of rows_per_program rows a program; the program's dW, dB added into slot
+    pid % GROUP_SIZE_M of the partial buffers under that slot's lock (Lock_ptr[0:G] the locks,
+    Lock_ptr[G:2G] whether the slot holds a sum yet)."""
+    pid = tile.program_id(0)
+    row_start = pid * rows_per_program
+    row_end = min((pid + 1) * rows_per_program, n_rows)
+    cols = tile.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    w = tile.load(W_ptr + cols, mask=mask, other=0.0).to(tile.float32)
+    dw = tile.zeros((BLOCK_SIZE,), dtype=tile.float32)
+    db = tile.zeros((BLOCK_SIZE,), dtype=tile.float32)
+    X_ptr += row_start * X_row_stride
+    DY_ptr += row_start * DY_row_stride
+    DX_ptr += row_start * DX_row_stride
+    for row in range(row_start, row_end):
+        x = tile.load(X_ptr + cols, mask=mask, other=0.0).to(tile.float32)
+        dy = tile.load(DY_ptr + cols, mask=mask, other=0.0).to(tile.float32)
+        mean = tile.load(Mean_ptr + row)
+        rstd = tile.load(RSTD_ptr + row)
+        x_hat = tile.where(mask, (x - mean) * rstd, 0.0)
+        wdy = w * dy
+        c1 = tile.sum(x_hat * wdy, axis=0) / n_cols
+        c2 = tile.sum(wdy, axis=0) / n_cols
+        dx = (wdy - (x_hat * c1 + c2)) * rstd
+        tile.store(DX_ptr + cols, dx.to(DX_ptr.dtype.element_ty), mask=mask)
+        dw += dy * x_hat
+        db += dy
+        X_ptr += X_row_stride
+        DY_ptr += DY_row_stride
+        DX_ptr += DX_row_stride
+    group = pid % GROUP_SIZE_M
+    Lock_ptr += group
+    Count_ptr = Lock_ptr + GROUP_SIZE_M
+    DW_ptr += group * partial_stride + cols
+    DB_ptr += group * partial_stride + cols
+    while tile.atomic_cas(Lock_ptr, 0, 1) == 1:
+        pass
+    count = tile.load(Count_ptr)
+    if count == 0:
+        tile.atomic_xchg(Count_ptr, 1)
+    else:
+        dw += tile.load(DW_ptr, mask=mask)
+        db += tile.load(DB_ptr, mask=mask)
+    tile.store(DW_ptr, dw, mask=mask)
+    tile.store(DB_ptr, db, mask=mask)
+    tile.debug_barrier()
+    tile.atomic_xchg(Lock_ptr, 0)
+
+
+@tile.jit
+def _layer_norm_dwdb_kernel(
+    DW_ptr, DB_ptr, FINAL_DW_ptr, FINAL_DB_ptr,
+    M, N,
+    BLOCK_SIZE_M: tile.constexpr,
+    BLOCK_SIZE_N: tile.constexpr,
+):
+    """The M partial rows of dW and dB summed, BLOCK_SIZE_N columns a program."""
+    pid = tile.program_id(0)
+    cols = pid * BLOCK_SIZE_N + tile.arange(0, BLOCK_SIZE_N)
+    dw = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tile.float32)
+    db = tile.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tile.float32)
+    for i in range(0, M, BLOCK_SIZE_M):
+        rows = i + tile.arange(0, BLOCK_SIZE_M)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        offs = rows[:, None] * N + cols[None, :]
+        dw += tile.load(DW_ptr + offs, mask=mask, other=0.0)
+        db += tile.load(DB_ptr + offs, mask=mask, other=0.0)
+    sum_dw = tile.sum(dw, axis=0)
+    sum_db = tile.sum(db, axis=0)
+    tile.store(FINAL_DW_ptr + cols, sum_dw.to(FINAL_DW_ptr.dtype.element_ty), mask=cols < N)
+    tile.store(FINAL_DB_ptr + cols, sum_db.to(FINAL_DB_ptr.dtype.element_ty), mask=cols < N)
+
+
+@tile.heuristics({
+    "USE_INITIAL_STATE": lambda args: args["h0"] is not None,
+    "STORE_FINAL_STATE": lambda args: args["ht"] is not None,
+})
+@tile.jit
+def _chunk_simple_gla_fwd_h_kernel(
+    k, v, g, h, h0, ht,
+    T, H,
+    K: tile.constexpr,
+    V: tile.constexpr,
+    BT: tile.constexpr,
+    BK: tile.constexpr,
+    BV: tile.constexpr,
+    NT: tile.constexpr,
+    USE_INITIAL_STATE: tile.constexpr,
+    STORE_FINAL_STATE: tile.constexpr,
+):
+    """The [BK, BV] block of each chunk's initial state, h[b, i_t, h] (k, v: [B, T, H, K|V],
+    g: [B, T, H] log decays); after a chunk of BT steps the state is exp(G_last) * h +
+    sum_j exp(G_last - G_j) k_j^T v_j, G the gates' cumulative sum over the chunk."""
+    i_k, i_v, i_bh = tile.program_id(0), tile.program_id(1), tile.program_id(2)
+    i_b, i_h = i_bh // H, i_bh % H
+    b_h = tile.zeros([BK, BV], dtype=tile.float32)
+    if USE_INITIAL_STATE:
+        p_h0 = tile.make_block_ptr(h0 + i_bh * K * V, (K, V), (V, 1), (i_k * BK, i_v * BV), (BK, BV), (1, 0))
+        b_h += tile.load(p_h0, boundary_check=(0, 1)).to(tile.float32)
+    p_k = tile.make_block_ptr(k + (i_b * T * H + i_h) * K, (K, T), (1, H * K), (i_k * BK, 0), (BK, BT), (0, 1))
+    p_v = tile.make_block_ptr(v + (i_b * T * H + i_h) * V, (T, V), (H * V, 1), (0, i_v * BV), (BT, BV), (1, 0))
+    p_g = tile.make_block_ptr(g + i_b * T * H + i_h, (T,), (H,), (0,), (BT,), (0,))
+    for i_t in range(NT):
+        p_h = tile.make_block_ptr(h + ((i_b * NT + i_t) * H + i_h) * K * V, (K, V), (V, 1), (i_k * BK, i_v * BV),
+                                  (BK, BV), (1, 0))
+        tile.store(p_h, b_h.to(p_h.dtype.element_ty), boundary_check=(0, 1))
+        b_k = tile.load(p_k, boundary_check=(0, 1))
+        b_v = tile.load(p_v, boundary_check=(0, 1))
+        b_gate = tile.load(p_g, boundary_check=(0,)).to(tile.float32)
+        b_g = tile.cumsum(b_gate, axis=0)
+        b_g_last = tile.sum(b_gate, axis=0)
+        b_h *= tile.exp(b_g_last)
+        b_k = (b_k * tile.exp(b_g_last - b_g)[None, :]).to(b_k.dtype)
+        b_h += tile.dot(b_k, b_v, allow_tf32=False)
+        p_k = tile.advance(p_k, (0, BT))
+        p_v = tile.advance(p_v, (BT, 0))
+        p_g = tile.advance(p_g, (BT,))
+    if STORE_FINAL_STATE:
+        p_ht = tile.make_block_ptr(ht + i_bh * K * V, (K, V), (V, 1), (i_k * BK, i_v * BV), (BK, BV), (1, 0))
+        tile.store(p_ht, b_h.to(p_ht.dtype.element_ty), boundary_check=(0, 1))
+
+
+@tile.jit
+def _chunk_simple_gla_fwd_o_kernel(
+    q, k, v, h, g, o,
+    scale,
+    T, H,
+    K: tile.constexpr,
+    V: tile.constexpr,
+    BT: tile.constexpr,
+    BK: tile.constexpr,
+    BV: tile.constexpr,
+    NT: tile.constexpr,
+):
+    """o of chunk i_t: ((exp(G) * q) @ h + (causal exp(G_i - G_j) * q k^T) @ v) * scale."""
+    i_v, i_t, i_bh = tile.program_id(0), tile.program_id(1), tile.program_id(2)
+    i_b, i_h = i_bh // H, i_bh % H
+    o_i = tile.arange(0, BT)
+    m_s = o_i[:, None] >= o_i[None, :]
+    b_o = tile.zeros([BT, BV], dtype=tile.float32)
+    b_A = tile.zeros([BT, BT], dtype=tile.float32)
+    for i_k in tile.static_range(tile.cdiv(K, BK)):
+        p_q = tile.make_block_ptr(q + (i_b * T * H + i_h) * K, (T, K), (H * K, 1), (i_t * BT, i_k * BK), (BT, BK), (1, 0))
+        p_k = tile.make_block_ptr(k + (i_b * T * H + i_h) * K, (K, T), (1, H * K), (i_k * BK, i_t * BT), (BK, BT), (0, 1))
+        p_h = tile.make_block_ptr(h + ((i_b * NT + i_t) * H + i_h) * K * V, (K, V), (V, 1), (i_k * BK, i_v * BV),
+                                  (BK, BV), (1, 0))
+        b_q = tile.load(p_q, boundary_check=(0, 1))
+        b_k = tile.load(p_k, boundary_check=(0, 1))
+        b_h = tile.load(p_h, boundary_check=(0, 1))
+        b_o += tile.dot(b_q, b_h.to(b_q.dtype), allow_tf32=False)
+        b_A += tile.dot(b_q, b_k, allow_tf32=False)
+    p_g = tile.make_block_ptr(g + i_b * T * H + i_h, (T,), (H,), (i_t * BT,), (BT,), (0,))
+    b_g = tile.cumsum(tile.load(p_g, boundary_check=(0,)).to(tile.float32), axis=0)
+    b_o = b_o * tile.exp(b_g)[:, None]
+    b_A = b_A * tile.exp(b_g[:, None] - b_g[None, :])
+    b_A = tile.where(m_s, b_A, 0.0)
+    p_v = tile.make_block_ptr(v + (i_b * T * H + i_h) * V, (T, V), (H * V, 1), (i_t * BT, i_v * BV), (BT, BV), (1, 0))
+    p_o = tile.make_block_ptr(o + (i_b * T * H + i_h) * V, (T, V), (H * V, 1), (i_t * BT, i_v * BV), (BT, BV), (1, 0))
+    b_v = tile.load(p_v, boundary_check=(0, 1))
+    b_o = (b_o + tile.dot(b_A.to(b_v.dtype), b_v, allow_tf32=False)) * scale
+    tile.store(p_o, b_o.to(p_o.dtype.element_ty), boundary_check=(0, 1))
+
+
+@tile.jit
+def _causal_conv1d_fwd_kernel(
+    x_ptr, w_ptr, bias_ptr, out_ptr,
+    seqlen,
+    stride_x_batch, stride_x_dim, stride_x_seq,
+    stride_w_dim, stride_w_width,
+    stride_o_batch, stride_o_dim, stride_o_seq,
+    WIDTH: tile.constexpr,
+    BLOCK_L: tile.constexpr,
+    HAS_BIAS: tile.constexpr,
+    SILU_ACTIVATION: tile.constexpr,
+):
+    """out[b, d, t] = act(bias[d] + sum_i w[d, i] * x[b, d, t - (WIDTH - 1) + i]), x zero
+    before t = 0; one (batch, channel) a program, BLOCK_L steps at a time."""
+    pid_b = tile.program_id(0).to(tile.int64)
+    pid_d = tile.program_id(1).to(tile.int64)
+    x_ptr += pid_b * stride_x_batch + pid_d * stride_x_dim
+    out_ptr += pid_b * stride_o_batch + pid_d * stride_o_dim
+    w_ptr += pid_d * stride_w_dim
+    if HAS_BIAS:
+        bias = tile.load(bias_ptr + pid_d).to(tile.float32)
+    else:
+        bias = 0.0
+    weights = ()
+    for i in tile.static_range(WIDTH):
+        weights += (tile.load(w_ptr + i * stride_w_width).to(tile.float32),)
+    for l0 in range(0, seqlen, BLOCK_L):
+        offs = l0 + tile.arange(0, BLOCK_L)
+        acc = tile.zeros((BLOCK_L,), dtype=tile.float32) + bias
+        for i in tile.static_range(WIDTH):
+            src = offs - (WIDTH - 1 - i)
+            x = tile.load(x_ptr + src * stride_x_seq, mask=(src >= 0) & (src < seqlen), other=0.0)
+            acc += weights[i] * x.to(tile.float32)
+        if SILU_ACTIVATION:
+            acc = acc / (1 + tile.exp(-acc))
+        tile.store(out_ptr + offs * stride_o_seq, acc.to(out_ptr.dtype.element_ty), mask=offs < seqlen)
+
+
+@tile.jit
+def _vector_norm_kernel(
+    X, Out, M, N, ord,
+    BLOCK_M: tile.constexpr,
+    BLOCK_N: tile.constexpr,
+):
+    """(sum_j |x_ij|^ord)^(1/ord) of BLOCK_M rows of a flattened (M, N) a program."""
+    pid = tile.program_id(0).to(tile.int64) * BLOCK_M + tile.arange(0, BLOCK_M)[:, None]
+    X = X + pid * N
+    Out = Out + pid
+    row_mask = pid < M
+    acc = tile.zeros([BLOCK_M, BLOCK_N], dtype=tile.float32)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tile.arange(0, BLOCK_N)[None, :]
+        col_mask = cols < N
+        mask = row_mask and col_mask
+        a = tile.load(X + cols, mask, other=0.0).to(tile.float32)
+        acc += tile.extra.cuda.libdevice.pow(tile.abs(a), ord)
+    total = tile.sum(acc, axis=1, keep_dims=True)
+    out = tile.extra.cuda.libdevice.pow(total, 1 / ord)
+    tile.store(Out, out.to(Out.dtype.element_ty), row_mask)
+
+
+@tile.jit
+def _argmax_kernel(
+    X, Out_value, Out_index,
+    M, N, K,
+    BLOCK_M: tile.constexpr,
+    BLOCK_N: tile.constexpr,
+):
+    """The max and its first index along dim 1 of an (M, N, K) tensor, BLOCK_M rows and one
+    k a program, N in blocks of BLOCK_N."""
+    pid_m = tile.program_id(0)
+    pid_k = tile.program_id(1)
+    m_offset = pid_m * BLOCK_M + tile.arange(0, BLOCK_M)
+    max_values = tile.full([BLOCK_M], dtype=tile.float32, value=float("-inf"))
+    argmax_values = tile.full([BLOCK_M], dtype=tile.int64, value=0)
+    for start_n in range(0, N, BLOCK_N):
+        n_offset = start_n + tile.arange(0, BLOCK_N)
+        offset = m_offset[:, None] * N * K + n_offset[None, :] * K + pid_k
+        mask = m_offset[:, None] < M and n_offset[None, :] < N
+        inp_vals = tile.load(X + offset, mask=mask, other=-float("inf")).to(tile.float32)
+        local_argmax = tile.argmax(inp_vals, axis=1, tie_break_left=True)
+        local_max = tile.max(inp_vals, axis=1)
+        update = local_max > max_values
+        max_values = tile.where(update, local_max, max_values)
+        argmax_values = tile.where(update, start_n + local_argmax, argmax_values)
+    out_offset = m_offset * K + pid_k
+    tile.store(Out_value + out_offset, max_values.to(Out_value.dtype.element_ty), mask=m_offset < M)
+    tile.store(Out_index + out_offset, argmax_values, mask=m_offset < M)
+
+
+@tile.jit
+def _max_with_indices_kernel(
+    X, Out_value, Out_index,
+    M, N,
+    BLOCK_M: tile.constexpr,
+    BLOCK_N: tile.constexpr,
+):
+    """FlagGems' argmax spelled with `tile.max(..., return_indices=True)` (one reduction
+    returning the values and the first indices)."""
+    pid_m = tile.program_id(0)
+    m_offset = pid_m * BLOCK_M + tile.arange(0, BLOCK_M)
+    max_values = tile.full([BLOCK_M], dtype=tile.float32, value=float("-inf"))
+    argmax_values = tile.full([BLOCK_M], dtype=tile.int64, value=0)
+    for start_n in range(0, N, BLOCK_N):
+        n_offset = start_n + tile.arange(0, BLOCK_N)
+        mask = (m_offset[:, None] < M) & (n_offset[None, :] < N)
+        vals = tile.load(X + m_offset[:, None] * N + n_offset[None, :], mask=mask, other=-float("inf"))
+        local_max, local_argmax = tile.max(vals, 1, return_indices=True, return_indices_tie_break_left=True)
+        update = local_max > max_values
+        max_values = tile.where(update, local_max, max_values)
+        argmax_values = tile.where(update, start_n + local_argmax, argmax_values)
+    tile.store(Out_value + m_offset, max_values, mask=m_offset < M)
+    tile.store(Out_index + m_offset, argmax_values, mask=m_offset < M)
+
+
+# The checks take the kernels to launch, so that the Triton script runs its twins through them.
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float16: dict(rtol=2e-3, atol=2e-3),
+       torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
+
+
+def close(got, want, dtype, scale=1.0):
+    """got (a dtype tensor) against want (f32, f64) rounded to dtype, to dtype's rounding."""
+    tol = TOL[dtype]
+    torch.testing.assert_close(got.float(), want.to(dtype).float(), rtol=tol["rtol"], atol=tol["atol"] * scale)
+
+
+def check_cross_entropy(kernel, dtype, reduction, label_smoothing, z_scale):
+    """7 rows of a 1000-word vocabulary in blocks of 256, the logits a strided view (rows of a
+    wider buffer) and the labels every other one of a tensor; rows 2 and 5 ignored."""
+    torch.manual_seed(0)
+    rows, vocab, ignore_index = 7, 1000, -100
+    buffer = torch.randn(rows, vocab + 40, dtype=dtype) * 3
+    X = buffer[:, 20:20 + vocab]
+    x = X.double().requires_grad_()
+    target = torch.randint(0, vocab, (rows, 2))
+    target[2, 0] = target[5, 0] = ignore_index
+    Y = target[:, 0]
+    keep = Y != ignore_index
+    n_non_ignore = int(keep.sum())
+    loss = torch.full((rows,), float("nan"))
+    z_loss = torch.full((rows,), float("nan"))
+    kernel[(rows,)](
+        X, X.stride(0),
+        Y, Y.stride(0),
+        loss, z_loss, loss.stride(0),
+        vocab, n_non_ignore,
+        ignore_index, z_scale, label_smoothing,
+        RETURN_Z_LOSS=True, BLOCK_SIZE=256, reduction=reduction,
+    )
+    lse = torch.logsumexp(x, -1)
+    z_want = torch.where(keep, z_scale * lse * lse, 0.0)
+    ce = torch.nn.functional.cross_entropy(x, Y, ignore_index=ignore_index, label_smoothing=label_smoothing,
+                                           reduction="none")
+    per_row = ce + z_want
+    if reduction == "mean":
+        per_row, z_want = per_row / n_non_ignore, z_want / n_non_ignore
+    (per_row.sum() if reduction != "none" else per_row.sum()).backward()
+    torch.testing.assert_close(loss[keep], per_row[keep].float(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(z_loss[keep], z_want[keep].float(), rtol=1e-4, atol=1e-6)
+    assert bool(loss[~keep].isnan().all())  # (an ignored row's loss is left as it was)
+    close(X, x.grad, dtype, scale=1e-2 if reduction == "mean" else 1)
+    assert bool((X[~keep] == 0).all())
+    assert bool((buffer[:, :20] == (torch.manual_seed(0), torch.randn(rows, vocab + 40, dtype=dtype) * 3)[1][:, :20]).all())
+
+
+def check_layer_norm_backward(kernel, dwdb_kernel, dtype):
+    """37 rows of 300 columns (blocks of 512), 3 rows a program into 4 locked slots; x a
+    strided view; dW, dB summed by the second kernel in blocks of 8 x 64."""
+    torch.manual_seed(0)
+    rows, n, eps, group, rows_per_program = 37, 300, 1e-5, 4, 3
+    x = torch.randn(rows, n + 12, dtype=dtype)[:, 6:6 + n]
+    w, b = torch.randn(n, dtype=dtype), torch.randn(n, dtype=dtype)
+    dy = torch.randn(rows, n, dtype=dtype)
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.layer_norm(x64, (n,), w64, b64, eps).backward(dy.double())
+    mean = x.float().mean(-1)
+    rstd = torch.rsqrt(x.float().var(-1, unbiased=False) + eps)
+    dx = torch.empty(rows, n, dtype=dtype)
+    dw_partial, db_partial = torch.full((group, n), float("nan")), torch.full((group, n), float("nan"))
+    lock = torch.zeros(2 * group, dtype=torch.int32)
+    kernel[(tile.cdiv(rows, rows_per_program),)](
+        x, x.stride(0),
+        w,
+        mean, rstd,
+        dy, dy.stride(0),
+        dx, dx.stride(0),
+        dw_partial, db_partial, dw_partial.stride(0),
+        lock,
+        rows, n, rows_per_program,
+        GROUP_SIZE_M=group, BLOCK_SIZE=512,
+    )
+    assert lock.tolist() == [0] * group + [1] * group
+    close(dx, x64.grad, dtype, scale=4)
+    dw, db = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
+    dwdb_kernel[(tile.cdiv(n, 64),)](dw_partial, db_partial, dw, db, group, n, BLOCK_SIZE_M=8, BLOCK_SIZE_N=64)
+    close(dw, w64.grad, dtype, scale=8)
+    close(db, b64.grad, dtype, scale=8)
+
+
+def simple_gla_reference(q, k, v, g, scale, h0):
+    """The recurrence S_t = exp(g_t) S_{t-1} + k_t^T v_t, o_t = scale * q_t S_t, in float64,
+    over [B, T, H, K|V] (g: [B, T, H]); the outputs and the final state [B, H, K, V]."""
+    q, k, v, g = (t.double() for t in (q, k, v, g))
+    B, T, H, K = q.shape
+    S = h0.double().clone() if h0 is not None else torch.zeros(B, H, K, v.shape[-1], dtype=torch.float64)
+    o = torch.empty(B, T, H, v.shape[-1], dtype=torch.float64)
+    for t in range(T):
+        S = S * g[:, t].exp()[..., None, None] + k[:, t, :, :, None] * v[:, t, :, None, :]
+        o[:, t] = scale * torch.einsum("bhk,bhkv->bhv", q[:, t], S)
+    return o, S
+
+
+def check_chunk_simple_gla(h_kernel, o_kernel, dtype, use_h0):
+    """B 2, T 45 (chunks of 16), H 3, K 40 (blocks of 32), V 24 (blocks of 16): every dim
+    ragged; the state carried through the chunks, an initial one or none."""
+    torch.manual_seed(0)
+    B, T, H, K, V, BT, BK, BV = 2, 45, 3, 40, 24, 16, 32, 16
+    NT = tile.cdiv(T, BT)
+    q, k, v = (torch.randn(B, T, H, d, dtype=dtype) / d ** 0.25 for d in (K, K, V))
+    g = -torch.rand(B, T, H) * 0.3
+    h0 = torch.randn(B, H, K, V) if use_h0 else None
+    h = torch.full((B, NT, H, K, V), float("nan"))
+    ht = torch.full((B, H, K, V), float("nan"))
+    o = torch.empty(B, T, H, V, dtype=dtype)
+    h_kernel[(tile.cdiv(K, BK), tile.cdiv(V, BV), B * H)](k, v, g, h, h0, ht, T, H, K=K, V=V, BT=BT, BK=BK, BV=BV, NT=NT)
+    scale = K ** -0.5
+    o_kernel[(tile.cdiv(V, BV), NT, B * H)](q, k, v, h, g, o, scale, T, H, K=K, V=V, BT=BT, BK=BK, BV=BV, NT=NT)
+    want_o, want_ht = simple_gla_reference(q, k, v, g, scale, h0)
+    close(o, want_o, dtype, scale=4 if dtype == torch.float32 else 2)
+    torch.testing.assert_close(ht, want_ht.float(), rtol=1e-4, atol=1e-4 if dtype == torch.float32 else 2e-2)
+
+
+def check_causal_conv1d(kernel, dtype, has_bias, channel_last):
+    """(3, 37, 50) in blocks of 16 steps, width 4, SiLU; x channel-last (a (batch, seqlen,
+    dim) tensor transposed, as mamba passes it) or contiguous; bias or None."""
+    torch.manual_seed(0)
+    batch, dim, seqlen, width = 3, 37, 50, 4
+    x = torch.randn(batch, seqlen, dim, dtype=dtype).transpose(1, 2) if channel_last else torch.randn(batch, dim, seqlen, dtype=dtype)
+    weight = torch.randn(dim, width, dtype=dtype)
+    bias = torch.randn(dim, dtype=dtype) if has_bias else None
+    out = torch.empty(batch, dim, seqlen, dtype=dtype)
+    kernel[(batch, dim)](
+        x, weight, bias, out,
+        seqlen,
+        x.stride(0), x.stride(1), x.stride(2),
+        weight.stride(0), weight.stride(1),
+        out.stride(0), out.stride(1), out.stride(2),
+        WIDTH=width, BLOCK_L=16, HAS_BIAS=has_bias, SILU_ACTIVATION=True,
+    )
+    want = torch.nn.functional.conv1d(x.double(), weight.double()[:, None, :], bias.double() if has_bias else None,
+                                      padding=width - 1, groups=dim)[..., :seqlen]
+    close(out, torch.nn.functional.silu(want), dtype, scale=2)
+
+
+def check_vector_norm(kernel, dtype, ord):
+    """A (6, 5, 70) tensor's 30 rows of 70 (blocks of 4 x 32)."""
+    torch.manual_seed(0)
+    x = torch.randn(6, 5, 70, dtype=dtype)
+    out = torch.empty(6, 5, 1, dtype=dtype)
+    M, N = 30, 70
+    kernel[(tile.cdiv(M, 4),)](x, out, M, N, ord, BLOCK_M=4, BLOCK_N=32)
+    close(out, torch.linalg.vector_norm(x.double(), ord, dim=-1, keepdim=True), dtype, scale=4)
+
+
+def check_argmax(kernel, dtype):
+    """argmax along dim 1 of an (11, 300, 3) tensor (blocks of 4 x 64: elements 3 apart), of
+    small integers so that every row has ties, which go to the first."""
+    torch.manual_seed(0)
+    M, N, K = 11, 300, 3
+    x = torch.randint(-20, 20, (M, N, K)).to(dtype)
+    value, index = torch.empty(M, K, dtype=dtype), torch.empty(M, K, dtype=torch.int64)
+    kernel[(tile.cdiv(M, 4), K)](x, value, index, M, N, K, BLOCK_M=4, BLOCK_N=64)
+    assert torch.equal(value, x.amax(1))
+    assert torch.equal(index, x.argmax(1))
+
+
+def check_max_with_indices(kernel):
+    """tile.max(..., return_indices=True) over 9 rows of 200 with ties."""
+    torch.manual_seed(0)
+    x = torch.randint(-9, 9, (9, 200)).float()
+    value, index = torch.empty(9), torch.empty(9, dtype=torch.int64)
+    kernel[(tile.cdiv(9, 4),)](x, value, index, 9, 200, BLOCK_M=4, BLOCK_N=64)
+    assert torch.equal(value, x.amax(1))
+    assert torch.equal(index, x.argmax(1))
+
+
+CE_CASES = [(torch.float32, "mean", 0.1, 1e-4), (torch.bfloat16, "sum", 0.0, 0.0), (torch.float32, "none", 0.0, 1e-3)]
+
+
+@pytest.mark.parametrize("dtype,reduction,label_smoothing,z_scale", CE_CASES)
+def test_cross_entropy(dtype, reduction, label_smoothing, z_scale):
+    check_cross_entropy(_cross_entropy_kernel, dtype, reduction, label_smoothing, z_scale)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_layer_norm_backward(dtype):
+    check_layer_norm_backward(_layer_norm_backward_kernel, _layer_norm_dwdb_kernel, dtype)
+
+
+@pytest.mark.parametrize("dtype,use_h0", [(torch.float32, True), (torch.bfloat16, False)])
+def test_chunk_simple_gla(dtype, use_h0):
+    check_chunk_simple_gla(_chunk_simple_gla_fwd_h_kernel, _chunk_simple_gla_fwd_o_kernel, dtype, use_h0)
+
+
+@pytest.mark.parametrize("dtype,has_bias,channel_last", [(torch.float32, True, True), (torch.bfloat16, False, False)])
+def test_causal_conv1d(dtype, has_bias, channel_last):
+    check_causal_conv1d(_causal_conv1d_fwd_kernel, dtype, has_bias, channel_last)
+
+
+@pytest.mark.parametrize("dtype,ord", [(torch.float32, 3.0), (torch.float16, 1.5)])
+def test_vector_norm(dtype, ord):
+    check_vector_norm(_vector_norm_kernel, dtype, ord)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_argmax(dtype):
+    check_argmax(_argmax_kernel, dtype)
+
+
+def test_max_with_indices():
+    check_max_with_indices(_max_with_indices_kernel)
+
+
+@tile.jit
+def _reduction_spellings_kernel(X, Out, Index, N: tile.constexpr):
+    """Triton's signatures of sum, max and min: `dtype=`, and `return_indices` (third
+    positionally) with its tie break, along an axis and over the whole tile."""
+    rows = tile.arange(0, 4)
+    cols = tile.arange(0, N)
+    x = tile.load(X + rows[:, None] * N + cols[None, :])
+    tile.store(Out + rows, tile.sum(x, axis=1, dtype=tile.float32))
+    v, i = tile.max(x, 1, True)
+    tile.store(Out + 4 + rows, v.to(tile.float32))
+    tile.store(Index + rows, i)
+    v, i = tile.min(x, axis=1, return_indices=True, return_indices_tie_break_left=False, keep_dims=True)
+    tile.store(Out + 8 + rows[:, None], v.to(tile.float32))
+    tile.store(Index + 4 + rows[:, None], i)
+    v, i = tile.max(x, return_indices=True)
+    tile.store(Out + 12, v.to(tile.float32))
+    tile.store(Index + 8, i)
+    tile.store(Out + 13, x.sum(0, False, tile.float32).max())
+
+
+def test_reduction_spellings():
+    """f16 values whose f16 sums would round (2049 is no f16), with ties of both extrema."""
+    x = torch.tensor([[2048, 1, 3, 3], [-5, 7, -5, 7], [1, 1, 1, 1], [0, -2, 9, -2]], dtype=torch.float16)
+    out, index = torch.empty(14), torch.empty(9, dtype=torch.int32)
+    _reduction_spellings_kernel[(1,)](x, out, index, N=4)
+    assert out[:4].tolist() == x.double().sum(1).tolist() and out[0] == 2055
+    assert out[4:8].tolist() == x.float().amax(1).tolist() and index[:4].tolist() == [0, 1, 0, 2]
+    assert out[8:12].tolist() == x.float().amin(1).tolist() and index[4:8].tolist() == [1, 2, 3, 3]
+    assert out[12] == 2048 and index[8] == 0
+    assert out[13] == x.float().sum(0).max()
