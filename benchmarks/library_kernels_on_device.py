@@ -35,6 +35,7 @@ def triton_twin(module, names: list[str]):
     source = "\n\n".join(ast.get_source_segment(text, assigned[n]) if n in assigned
                           else inspect.getsource(getattr(module, n).fn) for n in names)
     source = re.sub(r"@tile\.(jit|kernel|func)\b", "@triton.jit", source)
+    source = re.sub(r"@tile\.(heuristics|autotune)\b", r"@triton.\1", source)
     source = re.sub(r"\btile\.", "tl.", source)
     path = os.path.join(tempfile.mkdtemp(), f"triton_{module.__name__}.py")
     with open(path, "w") as f:

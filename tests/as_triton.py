@@ -64,8 +64,8 @@ def run_in_triton(script: str) -> subprocess.CompletedProcess:
 
 def triton_sm90(fn, args, meta: dict, num_stages: int) -> dict:
     """Triton's sm_90a compile of JIT function `fn` at `args` (tensors, meta ones too, and
-    scalars) and `meta` (constexprs and num_warps), specialized as its JIT would (ints equal
-    to 1 constants, pointers and ints divisible by 16 marked so): its PTX and ptxas's
+    scalars, None for an optional pointer) and `meta` (constexprs and num_warps), specialized as
+    its JIT would (ints equal to 1 and None constants, pointers and ints divisible by 16 marked so): its PTX and ptxas's
     registers and spill bytes."""
     import torch
     import triton
@@ -79,6 +79,8 @@ def triton_sm90(fn, args, meta: dict, num_stages: int) -> dict:
         if isinstance(a, torch.Tensor):
             sig[name] = "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int64: "i64", torch.int32: "i32"}[a.dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
+        elif a is None:  # (an optional pointer left out: a constexpr None, as its JIT passes it)
+            sig[name], constexprs[(i,)] = "constexpr", None
         elif isinstance(a, float):
             sig[name] = "fp32"
         elif a == 1:
