@@ -382,6 +382,23 @@ def _max_with_indices_kernel(
     tile.store(Out_index + m_offset, argmax_values, mask=m_offset < M)
 
 
+
+@tile.jit
+def _k_major_load_kernel(
+    k, out,
+    T, K, HK,
+    BK: tile.constexpr,
+    BT: tile.constexpr,
+):
+    """k^T's [BK, BT] block read as fla reads it without block pointers: contiguous along dim 0
+    (K), HK apart along dim 1 (T), then scaled and stored row-major."""
+    i_t = tile.program_id(0)
+    o_k = tile.arange(0, BK)
+    o_t = i_t * BT + tile.arange(0, BT)
+    mask = (o_k[:, None] < K) & (o_t[None, :] < T)
+    b_k = tile.load(k + o_k[:, None] + o_t[None, :] * HK, mask=mask, other=0.0)
+    tile.store(out + o_k[:, None] * T + o_t[None, :], b_k * 2, mask=mask)
+
 # The checks take the kernels to launch, so that the Triton script runs its twins through them.
 
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float16: dict(rtol=2e-3, atol=2e-3),
@@ -545,6 +562,16 @@ def check_argmax(kernel, dtype):
     assert torch.equal(index, x.argmax(1))
 
 
+def check_k_major_load(kernel):
+    """k of one head of a [T 45, H 3, K 40] tensor, transposed, in blocks of 64 x 16."""
+    torch.manual_seed(0)
+    T, H, K = 45, 3, 40
+    k = torch.randn(T, H, K)
+    out = torch.empty(K, T)
+    kernel[(tile.cdiv(T, 16),)](k[:, 1], out, T, K, H * K, BK=64, BT=16)
+    assert torch.equal(out, k[:, 1].T * 2)
+
+
 def check_max_with_indices(kernel):
     """tile.max(..., return_indices=True) over 9 rows of 200 with ties."""
     torch.manual_seed(0)
@@ -588,6 +615,10 @@ def test_argmax(dtype):
     check_argmax(_argmax_kernel, dtype)
 
 
+def test_k_major_load():
+    check_k_major_load(_k_major_load_kernel)
+
+
 def test_max_with_indices():
     check_max_with_indices(_max_with_indices_kernel)
 
@@ -628,7 +659,8 @@ def test_reduction_spellings():
 # removed ("Block pointers have been removed in favor of the tensor descriptor API", from its
 # interpreter and its compiler alike; fla's kernels still run on the Triton 3.6 of the GPU machine).
 TWIN_NAMES = ["_cross_entropy_kernel", "_layer_norm_backward_kernel", "_layer_norm_dwdb_kernel", "_causal_conv1d_fwd_kernel",
-              "_vector_norm_kernel", "_argmax_kernel", "_max_with_indices_kernel", "_reduction_spellings_kernel"]
+              "_vector_norm_kernel", "_argmax_kernel", "_max_with_indices_kernel", "_reduction_spellings_kernel",
+              "_k_major_load_kernel"]
 
 TRITON_SCRIPT = """
 import triton.language.extra.cuda.libdevice  # (tl.extra.cuda.libdevice, as a Triton user's module imports it)
@@ -653,6 +685,7 @@ t.check_causal_conv1d(twin._causal_conv1d_fwd_kernel, torch.float16, False, Fals
 t.check_vector_norm(twin._vector_norm_kernel, torch.float32, 3.0)
 t.check_argmax(twin._argmax_kernel, torch.float32)
 t.check_max_with_indices(twin._max_with_indices_kernel)
+t.check_k_major_load(twin._k_major_load_kernel)
 print("same")
 """
 
@@ -789,12 +822,30 @@ def test_chunk_simple_gla_compiles_for_sm90a(kernel_name, use_h0, gpu_target):
     assert "wgmma.mma_async" in launcher.asm["ptx"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "k's [BK, BT] blocks through a block pointer of order (0, 1) (strides (1, H * K): contiguous "
-    "along dim 0, as fla reads k transposed) load one bf16 at a time, 32 `ld.global.b16` a thread a "
-    "block: tile-assign-layouts' blocked layouts put a thread's elements along the last dim only "
-    "(`Blocked.default`, order [1, 0]), so a tile contiguous along dim 0 has no vectors; Triton's "
-    "coalesce pass orders the layout by the pointer's contiguity and loads 16 bytes"))
+K_MAJOR = pytest.mark.xfail(strict=True, reason=(
+    "a bf16 tile contiguous along dim 0 (k^T's blocks, as fla reads k: offsets `o_k[:, None] + "
+    "o_t[None, :] * HK`, or a block pointer of order (0, 1)) loads one element at a time, "
+    "`ld.global.b16`, 32 a thread for 64 x 64, where Triton's compile loads `ld.global.v4.b32` "
+    "and converts the layout: tile-assign-layouts' blocked layouts put a thread's elements along "
+    "the last dim only (`Blocked.default`, order [1, 0]), never in the order axis analysis gives "
+    "the load's contiguity"))
+
+
+@K_MAJOR
+def test_k_major_loads_vectorized_as_tritons(gpu_target):
+    """The plain-pointer form, beside Triton's compile of its twin."""
+    gpu_target("sm_90a")
+    k, out = _meta(4096, 16, 128), _meta(128, 4096)
+    args, meta = (k, out, 4096, 128, 16 * 128), dict(BK=64, BT=64, num_warps=4)
+    forms = memory_forms(_k_major_load_kernel.compile(*args, **meta).asm["ptx"])
+    pytest.importorskip("triton")
+    theirs = memory_forms(triton_sm90(_twin()._k_major_load_kernel, list(args), meta, num_stages=1)["ptx"])
+    assert "ld.global.v4.b32" in theirs
+    assert forms == theirs, (forms, theirs)
+
+
+@K_MAJOR
 def test_chunk_simple_gla_k_major_block_loads_vectorized(gpu_target):
+    """The same in fla's kernel, through its block pointers (Triton 3.9 has none to compare)."""
     gpu_target("sm_90a")
     assert "ld.global.b16" not in memory_forms(_simple_gla_sm90("fwd_o").asm["ptx"])
