@@ -14,10 +14,11 @@ tensor, such as the B of x @ W.T), the block is `transposed`: the C x R block
 at (c0, r0) of the cols x rows row-major tensor of row stride `s`.
 
 A `cp.async` copy of a column-major block (`match_copy_block`) needs less: the
-offsets may add a scalar base (a batch's and head's start, attention's K read
-transposed), and the mask may bound one dim only (the other a whole tile):
+offsets may add scalar bases (a batch's and head's start, attention's K read
+transposed; a pointer a loop advanced, `+ splat(k * step)`), be 64-bit, and the mask
+may bound one dim, or none (a whole tile):
 
-    offsets = (x + rd[:, None]) + rn[None, :] * s     mask = rn[None, :] < n
+    offsets = (x + rd[:, None]) + rn[None, :] * s + y     mask = rn[None, :] < n
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Block:
     cols: ir.Value
     stride: ir.Value  # of the rows, or of the columns when `transposed`
     transposed: bool = False
-    base: ir.Value | None = None  # an i32 scalar added to every offset (`match_copy_block` only)
+    bases: tuple = ()  # scalars (i32 or i64) added to every offset (`match_copy_block` only)
     unsigned: bool = False  # its mask compares unsigned (a descriptor's: a negative index is outside; `match_copy_block` only)
 
 
@@ -63,9 +64,10 @@ def _outside_groups(v, mapping: dict) -> ir.Value:
     if isinstance(v.owner, ir.Block) or v.owner.operation.parent.name != "scf.execute_region":
         return mapping.get(v, v)
     op = v.owner.operation
+    operands = [_outside_groups(x, mapping) for x in op.operands]  # (cloned first: they come before it)
     new = op.clone()
-    for n, x in enumerate(op.operands):
-        new.operands[n] = _outside_groups(x, mapping)
+    for n, x in enumerate(operands):
+        new.operands[n] = x
     return new.results[list(op.results).index(v)]
 
 
@@ -163,6 +165,8 @@ def _term(axis, t):
     if vec is not None:
         return axis, vec, None
     op, _ = _owner(t)
+    if op is not None and op.name == "arith.extsi":  # (an i32 product widened: `(rn * s).to(int64)`)
+        op, _ = _owner(op.operands[0])
     if op is None or op.name != "arith.muli":
         return None
     for a, b in (op.operands, list(op.operands)[::-1]):
@@ -234,15 +238,16 @@ def match_copy_block(load) -> Block | None:
 
 def _copy_block(offsets, mask, predicate: int) -> Block | None:
     """`match_copy_block`'s block where the mask's compares are all `predicate`."""
+    offsets, outer = _scalar_terms(offsets)
     offs = _pair(offsets, "arith.addi", _based_term)
-    if offs is None or all(t[3] is not None for t in offs):
+    if offs is None:
         return None
     (_, row_vec, row_stride, b0), (_, col_vec, col_stride, b1) = offs
     compare = lambda v: _mask_term(v, (predicate,))  # noqa: E731  (transposed_copies.py masks its copies alike)
     pair = _pair(mask, "arith.andi", compare)
     single = compare(mask)
     bounds = {t[0]: t[1:] for t in pair or ([single] if single else [])}
-    if not bounds or row_stride is not None or col_stride is None:
+    if (not bounds and not _all_true(mask)) or row_stride is not None or col_stride is None:
         return None  # a unit stride on the rows only
     if any(not _same_vector(vec, (row_vec, col_vec)[axis]) for axis, (vec, _) in bounds.items()):
         return None
@@ -250,8 +255,34 @@ def _copy_block(offsets, mask, predicate: int) -> Block | None:
     if row is None or col is None:
         return None
     rows, cols = (bounds[axis][1] if axis in bounds else None for axis in (0, 1))
-    return Block(row, col, rows, cols, col_stride, transposed=True, base=b0 if b0 is not None else b1,
-                 unsigned=predicate == ULT)
+    return Block(row, col, rows, cols, col_stride, transposed=True,
+                 bases=tuple(b for b in (b0, b1) if b is not None) + outer, unsigned=predicate == ULT)
+
+
+def _scalar_terms(offsets) -> tuple:
+    """(x, (b, ...)) for offsets = x + splat(b) + ... (a pointer a loop advanced, its
+    `+ splat(k * step)` from `tile-induction-offsets`; a scalar added to a pointer tile)."""
+    outer = []
+    while True:
+        op, _ = _owner(offsets)
+        if op is None or op.name != "arith.addi":
+            return offsets, tuple(outer)
+        a, b = op.operands
+        if _splat(b) is not None and _splat(a) is None:
+            outer.append(_splat(b))
+            offsets = a
+        elif _splat(a) is not None and _splat(b) is None:
+            outer.append(_splat(a))
+            offsets = b
+        else:
+            return offsets, tuple(outer)
+
+
+def _all_true(mask) -> bool:
+    """mask is a splat of the constant true (an unmasked load's)."""
+    op = None if _splat(mask) is None else _owner(_splat(mask))[0]
+    return op is not None and op.name == "arith.constant" and isinstance(op.attributes["value"], ir.BoolAttr) \
+        and op.attributes["value"].value
 
 
 def match_block(load) -> Block | None:
@@ -267,7 +298,10 @@ def match_store_block(store) -> Block | None:
 
 
 def _match(offsets, mask) -> Block | None:
-    offsets, base = _strip_base(offsets)
+    offsets, outer = _scalar_terms(offsets)  # (a pointer a loop advanced, `tile-induction-offsets`)
+    if len(outer) > 1:
+        return None
+    base = outer[0] if outer else None
     offs, masks = _pair(offsets, "arith.addi", _offset_term), _pair(mask, "arith.andi", _mask_term)
     if offs is None or masks is None:
         return None
@@ -285,17 +319,6 @@ def _match(offsets, mask) -> Block | None:
             return None
         (row, rows), (col, cols) = shifted
     return Block(row, col, rows, cols, row_stride if row_stride is not None else col_stride, transposed=row_stride is None)
-
-
-def _strip_base(offsets):
-    """(x, b) for offsets = x + splat(b) (a pointer a loop advanced, `tile-induction-offsets`),
-    else (offsets, None)."""
-    op, _ = _owner(offsets)
-    if op is not None and op.name == "arith.addi":
-        for a, b in (op.operands, list(op.operands)[::-1]):
-            if _splat(b) is not None and _splat(a) is None:
-                return a, _splat(b)
-    return offsets, None
 
 
 def _shifts(base, *axes):

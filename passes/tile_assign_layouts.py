@@ -415,15 +415,18 @@ def column_slice_layouts(ops, mma: dict, axis) -> dict:
     return found
 
 
-_ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.")
+_ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.", "tile.load", "tile.store")
 
 
 def _row_shapes(ops, by_shape) -> dict:
     """`#tile.rows<parent>` for the 1-D shape (R,) of rows reduced from an R x C tile in a
     tensor-core layout whose warps hold whole rows (`Rows.of`), where every op that touches
     that shape computes on it elementwise, makes it (splat, arange, a row reduction), reshapes
-    or broadcasts it, or carries it through control flow: no memory op or dot has to read a
-    tile in that layout. A shape that would get two is left to its default."""
+    or broadcasts it, carries it through control flow, or loads or stores it (each thread its
+    rows, one element at a time: attention's log-sum-exp, stored after the loop, had kept
+    the running statistics blocked, exchanged through shared memory twice a reduction,
+    4 barriers a step of tutorial 06's forward). No dot or atomic reads a tile in that
+    layout. A shape that would get two is left to its default."""
     found: dict = {}
     for op in ops:
         if op.name == "tile.reduce" and ir.IntegerAttr(op.attributes["axis"]).value == 1:

@@ -35,6 +35,9 @@ backward: `dot(k, trans(q))` beside `dot(ds_t, q)`, q loaded once a step), which
 
 so that wgmma reads q's ring slot K-major in place, where the transpose went through shared
 memory element by element (64 scalar 16-bit stores and loads a step, and three barriers).
+So too where the load is of a column-major block (Triton's tutorial 06: qT loaded with its
+head dim contiguous down the rows, `dot(k, qT)` beside `dot(ds_t, trans(qT))`): its slot
+holds the transpose, which the second dot reads in place as its B, N contiguous.
 """
 
 from __future__ import annotations
@@ -68,11 +71,13 @@ def applies(dot) -> bool:
 
 def transposed_row_major_load(dot) -> bool:
     """A 16-bit dot in a loop whose B (read by it alone) is `tile.trans` of a 2-D load whose
-    last dim steps by one element: B's K contiguous, as its ring slot holds it."""
+    last dim steps by one element (B's K contiguous, as its ring slot holds it), or of a
+    column-major block, which `tile-pipeline` copies transposed (B's N contiguous)."""
     b = _sixteen_bit_b(dot)
     if b is None or isinstance(b.owner, ir.Block) or b.owner.operation.name != "tile.trans":
         return False
-    return k_major_load(b.owner.operation.operands[0], axis=1)
+    x = b.owner.operation.operands[0]
+    return k_major_load(x, axis=1) or column_major_load(x)
 
 
 @register_pass("tile-k-major-loads")

@@ -140,7 +140,7 @@ from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar
 from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_canonicalize import erase_dead_ops
-from .tile_fuse import through_groups
+from .tile_fuse import read_in_place_b, through_groups
 from .block_access import match_copy_block
 from .fp8_dots import k_major_fp8
 from .in_flight_dots import in_flight_dots, made_in_body
@@ -184,15 +184,19 @@ def _arithmetic(ops) -> bool:
 
 
 def _to_dots(load) -> bool:
-    return all(u.owner.name == "tile.dot" for u in load.results[0].uses)
+    """Every use of `load` is a dot's operand, or a transpose that dots read in place as
+    their B (attention's backward: qT the B of k @ qT, trans(qT) of dS @ trans(qT), marked
+    by `tile-k-major-loads`), as the lowering of `tile.local_load` reads a slot."""
+    return all(u.owner.name == "tile.dot" or u.owner.name == "tile.trans" and read_in_place_b(u.owner.results[0])
+               for u in load.results[0].uses)
 
 
-def _with_hoisted_base(b, loop):
-    """`b` with its base computed before the loop (`hoist_scalar`); None where it cannot be."""
-    if b is None or b.base is None:
+def _with_hoisted_bases(b, loop):
+    """`b` with its bases computed before the loop where they can be (`hoist_scalar`); the
+    others (a pointer's advance, `k * step`) are computed with each iteration's copies."""
+    if b is None or not b.bases:
         return b
-    base = hoist_scalar(b.base, loop)
-    return dataclasses.replace(b, base=base) if base is not None else None
+    return dataclasses.replace(b, bases=tuple(hoist_scalar(x, loop) or x for x in b.bases))
 
 
 def _position(block, op) -> int:
@@ -326,8 +330,8 @@ class TilePipeline:
         across = blocks and self.across_tiles and plan(loop, start_slice(found, blocks), [
             x for b in blocks for x in (b.row, b.col)], S * sum(_bytes(load, b) for (load, _), b in zip(found, blocks)))
         outer = across.outer if across else None
-        if not blocks:  # a column-major block's base offset, loop-invariant: computed once, before the loop
-            per_load = [_with_hoisted_base(b, loop) for b in per_load]
+        if not blocks:  # a column-major block's loop-invariant base offsets: computed once, before the loop
+            per_load = [_with_hoisted_bases(b, loop) for b in per_load]
         # Prologue: rings and the first `ahead` iterations' copies, before the loop (the outer one).
         before = ir.InsertionPoint(outer or loop)
         with before, loop.location:
@@ -428,7 +432,8 @@ class TilePipeline:
         body = loop.regions[0].blocks[0]
         needed = set()
         for (_, ops), b in zip(found, per_load):
-            starts = [x for x, _ in (b.row, b.col) if x is not None] if b else []  # (a base is hoisted before the loop)
+            # (of a column-major block: its starts, and the bases not hoisted before the loop)
+            starts = [x for x, _ in (b.row, b.col) if x is not None] + list(b.bases) if b else []
             needed.update(ops if b is None else body_slice(starts, body, loop, body.arguments[0]) or [])
         mapping = {body.arguments[0]: it}
         cloned = [op.operation for op in body.operations if op.operation in needed]

@@ -16,7 +16,8 @@ that shape, over offsets and a mask built for it:
     offsets = broadcast(reshape(ro, 1 x R)) + broadcast(reshape(co, C x 1)) * s
     mask    = (ro < rows) & (co < cols) & live       (each broadcast to C x R; unsigned for a descriptor's)
 
-A scalar base the offsets add (`Block.base`) is added again; a dim the mask does
+The scalars the offsets add (`Block.bases`: a head's start, a pointer's advance) are
+added again, in the offsets' own width (i64 where the user's are); a dim the mask does
 not bound (its bound None) is not tested.
 """
 
@@ -59,11 +60,22 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
     def splat(scalar):
         return _laid_out(tile_ops.splat(mapping.get(scalar, scalar), [cols, rows]), num_warps, bits)
 
+    wide = ir.RankedTensorType(load.operands[1].type).element_type  # (the load's offsets: i32 or i64)
+
+    def widened(v):  # (as the load's own offsets widen: each term, its product in its stride's type)
+        if ir.RankedTensorType(v.type).element_type == wide:
+            return v
+        return _laid_out(arith.extsi(ir.RankedTensorType.get([cols, rows], wide), v), num_warps, bits)
+
     r, r_in = along(b.row, rows, [1, rows], b.rows)
     c, c_in = along(b.col, cols, [cols, 1], b.cols)
-    offsets = arith.addi(r, arith.muli(c, splat(b.stride)))
-    if b.base is not None:
-        offsets = arith.addi(splat(b.base), offsets)
+    stride = mapping.get(b.stride, b.stride)
+    offsets = arith.addi(widened(r), widened(arith.muli(widened(c) if stride.type == wide else c, splat(stride))))
+    for base in b.bases:  # (a loop-invariant one hoisted before the loop; a pointer's advance cloned here)
+        base = start_value((base, 0), mapping)
+        if base.type != wide:
+            base = arith.extsi(wide, base)
+        offsets = arith.addi(splat(base), offsets)
     bounds = [inside for inside in (r_in, c_in) if inside is not None]
     mask = arith.andi(*bounds) if len(bounds) == 2 else bounds[0] if bounds else None
     if mask is None:

@@ -112,3 +112,134 @@ def test_wrapped_columns_cost_only_the_wrap(gpu_target):
     moved = added & removed  # (a line only moved: the same instruction, scheduled elsewhere)
     changed = [line.split()[0] for line in (added - moved) + (removed - moved)]
     assert changed and set(changed) <= {"rem.s32", "add.s32", "setp.lt.u32", "selp.b32"}, changed
+
+
+# Attention's backward as Triton's tutorial 06 writes it: qT (and dQ's kT, vT) loaded with the
+# head dim contiguous down the rows, unmasked, through 64-bit pointers advanced each step;
+# qT also read transposed by a second dot. Each is a column-major block that tile-pipeline
+# copies transposed (16-byte cp.async), the advance cloned per copy. They went element by
+# element (320 ld.global.b16 in the tutorial's kernel, 2764 bytes of spills; Triton 2004).
+
+
+@tile.kernel
+def dkdv_pointers(Q, K, V, DO, M, Di, DK, DV, stride_tok, stride_d, N_CTX,
+                  BLOCK_M: tile.constexpr, BLOCK_N: tile.constexpr, HEAD_DIM: tile.constexpr):
+    bh = tile.program_id(1)
+    adj = (bh * N_CTX * stride_tok).to(tile.int64)
+    Q += adj
+    K += adj
+    V += adj
+    DO += adj
+    DK += adj
+    DV += adj
+    M += bh * N_CTX
+    Di += bh * N_CTX
+    offs_n = tile.program_id(0) * BLOCK_N + tile.arange(0, BLOCK_N)
+    offs_k = tile.arange(0, HEAD_DIM)
+    k = tile.load(K + offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d)
+    v = tile.load(V + offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d)
+    offs_m = tile.arange(0, BLOCK_M)
+    qT_ptrs = Q + offs_m[None, :] * stride_tok + offs_k[:, None] * stride_d
+    do_ptrs = DO + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d
+    dk = tile.zeros([BLOCK_N, HEAD_DIM], dtype=tile.float32)
+    dv = tile.zeros([BLOCK_N, HEAD_DIM], dtype=tile.float32)
+    curr_m = 0
+    for _ in range(N_CTX // BLOCK_M):
+        qT = tile.load(qT_ptrs)
+        offs_m = curr_m + tile.arange(0, BLOCK_M)
+        m = tile.load(M + offs_m)
+        pT = tile.math.exp2(tile.dot(k, qT) - m[None, :])
+        do = tile.load(do_ptrs)
+        dv += tile.dot(pT.to(tile.float16), do)
+        d = tile.load(Di + offs_m)
+        dpT = tile.dot(v, tile.trans(do))
+        dsT = (pT * (dpT - d[None, :])).to(tile.float16)
+        dk += tile.dot(dsT, tile.trans(qT))
+        curr_m += BLOCK_M
+        qT_ptrs += BLOCK_M * stride_tok
+        do_ptrs += BLOCK_M * stride_tok
+    out = offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d
+    tile.store(DK + out, dk.to(tile.float16))
+    tile.store(DV + out, dv.to(tile.float16))
+
+
+@tile.kernel
+def dq_pointers(Q, K, V, DO, M, Di, DQ, stride_tok, stride_d, N_CTX,
+                BLOCK_M: tile.constexpr, BLOCK_N: tile.constexpr, HEAD_DIM: tile.constexpr):
+    bh = tile.program_id(1)
+    adj = (bh * N_CTX * stride_tok).to(tile.int64)
+    offs_m = tile.program_id(0) * BLOCK_M + tile.arange(0, BLOCK_M)
+    offs_k = tile.arange(0, HEAD_DIM)
+    rows = adj + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d
+    q = tile.load(Q + rows)
+    do = tile.load(DO + rows)
+    m = tile.load(M + bh * N_CTX + offs_m)[:, None]
+    d = tile.load(Di + bh * N_CTX + offs_m)
+    offs_n = tile.arange(0, BLOCK_N)
+    kT_ptrs = K + adj + offs_n[None, :] * stride_tok + offs_k[:, None] * stride_d
+    vT_ptrs = V + adj + offs_n[None, :] * stride_tok + offs_k[:, None] * stride_d
+    dq = tile.zeros([BLOCK_M, HEAD_DIM], dtype=tile.float32)
+    for _ in range(N_CTX // BLOCK_N):
+        kT = tile.load(kT_ptrs)
+        vT = tile.load(vT_ptrs)
+        p = tile.math.exp2(tile.dot(q, kT) - m)
+        dp = tile.dot(do, vT)
+        ds = (p * (dp - d[:, None])).to(tile.float16)
+        dq += tile.dot(ds, tile.trans(kT))
+        kT_ptrs += BLOCK_N * stride_tok
+        vT_ptrs += BLOCK_N * stride_tok
+    tile.store(DQ + rows, dq.to(tile.float16))
+
+
+def _attention_grads(q, k, v, do):
+    """(M, Di, dq, dk, dv) of softmax2(q @ k.T) @ v: M the rows' log2 sum of exp2, Di = rowsum(o * do)."""
+    q, k, v, do = (x.double() for x in (q, k, v, do))
+    s = q @ k.transpose(-1, -2)
+    m = torch.logsumexp(s * 0.6931471805599453, -1) / 0.6931471805599453
+    p = torch.exp2(s - m[..., None])
+    o = p @ v
+    di = (o * do).sum(-1)
+    ds = p * (do @ v.transpose(-1, -2) - di[..., None])
+    return m.float(), di.float(), ds @ k, ds.transpose(-1, -2) @ q, p.transpose(-1, -2) @ do
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_attention_backward_pointer_style_cpu(strided):
+    torch.manual_seed(0)
+    BH, N, D = 2, 64, 32
+    if strided:  # (a view of a wider buffer: the token stride is not the head dim)
+        q, k, v, do = (torch.randn(BH, N, 2 * D, dtype=torch.float16)[..., :D] * 0.5 for _ in range(4))
+    else:
+        q, k, v, do = (torch.randn(BH, N, D, dtype=torch.float16) * 0.5 for _ in range(4))
+    m, di, rq, rk, rv = _attention_grads(q, k, v, do)
+    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+    dkdv_pointers[(N // 32, BH)](q, k, v, do, m, di, dk, dv, q.stride(1), q.stride(2), N,
+                                 BLOCK_M=16, BLOCK_N=32, HEAD_DIM=D)
+    dq_pointers[(N // 32, BH)](q, k, v, do, m, di, dq, q.stride(1), q.stride(2), N,
+                               BLOCK_M=32, BLOCK_N=16, HEAD_DIM=D)
+    for got, ref in ((dq, rq), (dk, rk), (dv, rv)):
+        torch.testing.assert_close(got.float(), ref.float(), atol=2e-2, rtol=2e-2)
+
+
+def _compile_attention_backward(kernel, block):
+    BH, N, D = 8, 1024, 64
+    e = lambda *s: torch.empty(s, dtype=torch.float16, device="meta")  # noqa: E731
+    f = lambda *s: torch.empty(s, dtype=torch.float32, device="meta")  # noqa: E731
+    outs = (e(BH, N, D),) * (2 if kernel is dkdv_pointers else 1)
+    return kernel.compile(e(BH, N, D), e(BH, N, D), e(BH, N, D), e(BH, N, D), f(BH, N), f(BH, N), *outs,
+                          D, 1, N, BLOCK_M=block[0], BLOCK_N=block[1], HEAD_DIM=D, num_warps=4, num_stages=3)
+
+
+@pytest.mark.parametrize("kernel,block", [(dkdv_pointers, (32, 64)), (dq_pointers, (64, 32))],
+                         ids=["dkdv", "dq"])
+def test_attention_backward_pointer_style_copies(gpu_target, kernel, block):
+    gpu_target("sm_90a")
+    launcher = _compile_attention_backward(kernel, block)
+    ptx = launcher.asm["ptx"]
+    assert "wgmma.mma_async" in ptx
+    assert not re.search(r"ld\.global(\.nc)?\.b16", ptx)  # (no element-by-element copies)
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16", ptx)
+    # the two tiles loaded a step, at three places (two stages ahead before the loop, one in it):
+    # a 32 x 64 fp16 tile is 2 16-byte copies a thread of 128
+    assert len(copies) >= 3 * 2 * 2
+    assert launcher.metadata["ptxas"]["spill_stores"] == 0

@@ -351,13 +351,16 @@ func.func @online_softmax_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %a
 
 // -----
 
-// Row statistics that are also stored keep their blocked layout (memory ops read
-// blocked tiles only).
+// Row statistics that are also stored (attention's log-sum-exp) take the rows layout
+// all the same: each thread stores the rows it holds, its offsets and mask computed in
+// that layout too (the four lanes of a row store the same value).
 
 !st = memref<?xf32, strided<[?], offset: ?>>
 
 // CHECK-LABEL: func.func @stored_rows
-// WG: "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32, #tile.blocked<{{.*}}>>) -> tensor<128xf32, #tile.blocked<[1], [32], [8], [0]>>
+// WG: %[[OFFS:.*]] = "tile.arange"() {end = 128 : i32, start = 0 : i32} : () -> tensor<128xi32, #tile.rows<#tile.wgmma<[2, 1]>>>
+// WG: %[[R:.*]] = "tile.reduce"(%{{.*}}) {axis = 1 : i32, kind = "max"} : (tensor<128x64xf32, #tile.blocked<{{.*}}>>) -> tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>
+// WG: "tile.store"(%{{.*}}, %[[OFFS]], %[[R]], %{{.*}}) : (memref<{{.*}}>, tensor<128xi32, #tile.rows<#tile.wgmma<[2, 1]>>>, tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>, tensor<128xi1, #tile.rows<#tile.wgmma<[2, 1]>>>)
 func.func @stored_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tensor<128x64xf32>, %out: !st, %n: i32) {
   %s = "tile.dot"(%a, %b, %acc) : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<128x64xf32>) -> tensor<128x64xf32>
   %offs = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>

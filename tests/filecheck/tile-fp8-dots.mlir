@@ -74,19 +74,53 @@ func.func @not_for_wgmma(%a: tensor<16x64xf8E4M3FN>, %b: tensor<64x128xf8E4M3FN>
 // -----
 
 // A B whose offsets step by one along K but that is no block a copy lands transposed
-// (advanced by pointer increments: + splat(k)) is loaded as its N x K transpose, K
-// contiguous, and transposed back for the dot.
+// (its columns wrapped, `% n`, as tutorial 03 writes them) is loaded as its N x K
+// transpose, K contiguous, and transposed back for the dot.
 
 !buf = memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>
 
-// CHECK-LABEL: func.func @k_major_b_by_increments
+// CHECK-LABEL: func.func @k_major_b_wrapped
 // CHECK: %[[BT:.*]] = "tile.load"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : ({{.*}}, tensor<128x64xi32>, tensor<128x64xi1>, tensor<128x64xf8E4M3FN>) -> tensor<128x64xf8E4M3FN>
 // CHECK: %[[B:.*]] = "tile.trans"(%[[BT]]) {permutation = array<i32: 1, 0>} : (tensor<128x64xf8E4M3FN>) -> tensor<64x128xf8E4M3FN>
 // CHECK: "tile.dot"(%{{.*}}, %[[B]], %{{.*}}) {fp8_b = "transposed_load"}
 // CHECK-NOT: tensor<64x128xi32>
-// WIDE-LABEL: func.func @k_major_b_by_increments
+// WIDE-LABEL: func.func @k_major_b_wrapped
 // WIDE-NOT: tile.trans
 // WIDE: "tile.load"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : ({{.*}}, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xf8E4M3FN>) -> tensor<64x128xf8E4M3FN>
+func.func @k_major_b_wrapped(%b: !buf, %a: tensor<128x64xf8E4M3FN>, %acc: tensor<128x128xf32>, %s: i32, %k: i32, %kmax: i32, %n: i32) -> tensor<128x128xf32> {
+  %rk = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %rn0 = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %ns = "tile.splat"(%n) : (i32) -> tensor<128xi32>
+  %rn = arith.remsi %rn0, %ns : tensor<128xi32>
+  %rows = "tile.reshape"(%rk) : (tensor<64xi32>) -> tensor<64x1xi32>
+  %cols = "tile.reshape"(%rn) : (tensor<128xi32>) -> tensor<1x128xi32>
+  %ss = "tile.splat"(%s) : (i32) -> tensor<1x128xi32>
+  %scaled = arith.muli %cols, %ss : tensor<1x128xi32>
+  %rb = "tile.broadcast"(%rows) : (tensor<64x1xi32>) -> tensor<64x128xi32>
+  %cb = "tile.broadcast"(%scaled) : (tensor<1x128xi32>) -> tensor<64x128xi32>
+  %offs0 = arith.addi %rb, %cb : tensor<64x128xi32>
+  %ks = "tile.splat"(%k) : (i32) -> tensor<64x128xi32>
+  %offs = arith.addi %offs0, %ks : tensor<64x128xi32>
+  %km = "tile.splat"(%kmax) : (i32) -> tensor<64x1xi32>
+  %in_k = arith.cmpi slt, %rows, %km : tensor<64x1xi32>
+  %mask = "tile.broadcast"(%in_k) : (tensor<64x1xi1>) -> tensor<64x128xi1>
+  %zero = arith.constant 0.0 : f8E4M3FN
+  %other = "tile.splat"(%zero) : (f8E4M3FN) -> tensor<64x128xf8E4M3FN>
+  %y = "tile.load"(%b, %offs, %mask, %other) : (!buf, tensor<64x128xi32>, tensor<64x128xi1>, tensor<64x128xf8E4M3FN>) -> tensor<64x128xf8E4M3FN>
+  %c = "tile.dot"(%a, %y, %acc) : (tensor<128x64xf8E4M3FN>, tensor<64x128xf8E4M3FN>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  return %c : tensor<128x128xf32>
+}
+
+// -----
+
+// Advanced by pointer increments instead (+ splat(k)), it is a column-major block as the
+// index form's is: copied transposed, the advance added to each copy's offsets.
+
+!buf = memref<?x?xf8E4M3FN, strided<[?, ?], offset: ?>>
+
+// CHECK-LABEL: func.func @k_major_b_by_increments
+// CHECK-NOT: tile.trans
+// CHECK: "tile.dot"(%{{.*}}, %{{.*}}, %{{.*}}) {fp8_b = "transposed_copy"}
 func.func @k_major_b_by_increments(%b: !buf, %a: tensor<128x64xf8E4M3FN>, %acc: tensor<128x128xf32>, %s: i32, %k: i32, %kmax: i32) -> tensor<128x128xf32> {
   %rk = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
   %rn = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
