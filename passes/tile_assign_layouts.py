@@ -418,8 +418,23 @@ def column_slice_layouts(ops, mma: dict, axis) -> dict:
 _ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.", "tile.load", "tile.store")
 
 
+def _broadcast_rows(op, by_shape) -> list:
+    """[((R,), layout)] for a broadcast of data R x 1 -> R x C: the rows layout of a
+    tensor-core R x C (attention backward's log-sum-exp and delta read over the scores'
+    rows: each thread loads the rows it holds, no exchange through shared memory), else
+    None, as for data broadcast 1 x R -> C x R (a column vector: its shape keeps its default)."""
+    src, dst = (list(ir.RankedTensorType(v.type).shape) for v in (op.operands[0], op.results[0]))
+    if len(src) != 2 or len(dst) != 2:
+        return []
+    if src[1] == 1 and dst[1] != 1:
+        layout = by_shape(dst)
+        return [((src[0],), Rows.of(layout) if isinstance(layout, (Mma, Wgmma)) else None)]
+    return [((src[1],), None)] if src[0] == 1 and dst[0] != 1 else []
+
+
 def _row_shapes(ops, by_shape) -> dict:
-    """`#tile.rows<parent>` for the 1-D shape (R,) of rows reduced from an R x C tile in a
+    """`#tile.rows<parent>` for the 1-D shape (R,) of rows reduced from (or data broadcast
+    over the rows of: `_broadcast_rows`) an R x C tile in a
     tensor-core layout whose warps hold whole rows (`Rows.of`), where every op that touches
     that shape computes on it elementwise, makes it (splat, arange, a row reduction), reshapes
     or broadcasts it, carries it through control flow, or loads or stores it (each thread its
@@ -432,6 +447,9 @@ def _row_shapes(ops, by_shape) -> dict:
         if op.name == "tile.reduce" and ir.IntegerAttr(op.attributes["axis"]).value == 1:
             src = ir.RankedTensorType(op.operands[0].type)
             found.setdefault((src.shape[0],), set()).add(Rows.of(by_shape(src.shape)) if src.rank == 2 else None)
+        elif op.name == "tile.broadcast" and not index_only(op.operands[0]):
+            for shape, layout in _broadcast_rows(op, by_shape):
+                found.setdefault(shape, set()).add(layout)
     rows = {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1 and None not in layouts}
     for op in ops:
         tiles = [v for v in list(op.operands) + _tiles(op) if isinstance(v.type, ir.RankedTensorType)]

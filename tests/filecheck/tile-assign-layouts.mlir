@@ -373,6 +373,38 @@ func.func @stored_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tens
 
 // -----
 
+// Data loaded as a vector and broadcast over the accumulator's rows (attention backward's
+// log-sum-exp and delta: `m[:, None]`) takes the rows layout: each thread loads the rows
+// it holds. Broadcast over its columns (`d[None, :]`) a vector keeps its blocked default.
+
+!v = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @broadcast_rows
+// WG: "tile.load"(%{{.*}}) : (memref<{{.*}}>, tensor<128xi32, #tile.rows<#tile.wgmma<[2, 1]>>>, tensor<128xi1, #tile.rows<#tile.wgmma<[2, 1]>>>, tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>) -> tensor<128xf32, #tile.rows<#tile.wgmma<[2, 1]>>>
+// WG: "tile.load"(%{{.*}}) : (memref<{{.*}}>, tensor<64xi32, #tile.blocked<{{.*}}>>, tensor<64xi1, #tile.blocked<{{.*}}>>, tensor<64xf32, #tile.blocked<{{.*}}>>) -> tensor<64xf32, #tile.blocked<{{.*}}>>
+func.func @broadcast_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tensor<128x64xf32>, %lse: !v, %d: !v) -> tensor<128x64xf32> {
+  %s = "tile.dot"(%a, %b, %acc) : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<128x64xf32>) -> tensor<128x64xf32>
+  %rows = "tile.arange"() {start = 0 : i32, end = 128 : i32} : () -> tensor<128xi32>
+  %cols = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+  %true = arith.constant true
+  %zero = arith.constant 0.0 : f32
+  %mr = "tile.splat"(%true) : (i1) -> tensor<128xi1>
+  %zr = "tile.splat"(%zero) : (f32) -> tensor<128xf32>
+  %mc = "tile.splat"(%true) : (i1) -> tensor<64xi1>
+  %zc = "tile.splat"(%zero) : (f32) -> tensor<64xf32>
+  %m = "tile.load"(%lse, %rows, %mr, %zr) : (!v, tensor<128xi32>, tensor<128xi1>, tensor<128xf32>) -> tensor<128xf32>
+  %dc = "tile.load"(%d, %cols, %mc, %zc) : (!v, tensor<64xi32>, tensor<64xi1>, tensor<64xf32>) -> tensor<64xf32>
+  %m2 = "tile.reshape"(%m) : (tensor<128xf32>) -> tensor<128x1xf32>
+  %mb = "tile.broadcast"(%m2) : (tensor<128x1xf32>) -> tensor<128x64xf32>
+  %d2 = "tile.reshape"(%dc) : (tensor<64xf32>) -> tensor<1x64xf32>
+  %db = "tile.broadcast"(%d2) : (tensor<1x64xf32>) -> tensor<128x64xf32>
+  %x = arith.subf %s, %mb : tensor<128x64xf32>
+  %y = arith.mulf %x, %db : tensor<128x64xf32>
+  return %y : tensor<128x64xf32>
+}
+
+// -----
+
 // Tiles that only share the accumulator's shape (an FP8 matmul's 64 x 64 weights and
 // their decoding, beside its 64 x 64 accumulator) keep the blocked layout: their loads
 // are 16-byte vectors. The accumulator's chain (the dot, its epilogue) takes `#tile.mma`.
