@@ -9,6 +9,7 @@
 #   perf:   the tutorials beside their Triton twins, tutorial 03's forms, the attention backward;
 #           -> tutorials/perf.tgz, rest/perf.tgz
 #   all:    checks and the tutorials in one call, each step under a shorter limit
+#   short:  the checks under tighter limits, then the tutorials (a session's last device minutes)
 #   DEVICE_DIR=.device14 bash benchmarks/device_session.sh checks
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ FINAL=${OUT:-$PWD/session-out}
 WORK=$(mktemp -d)
 mkdir -p "$FINAL"
 status=0
-case "${1:?usage: device_session.sh checks|perf|all}" in
+case "${1:?usage: device_session.sh checks|perf|all|short}" in
 checks)
     OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 260 \
         bash benchmarks/sanitize_on_device.sh || status=1
@@ -34,6 +35,15 @@ all)  # one call where a second may not come: the checks, the tutorials between 
     OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:200 || status=1
     OUT=$WORK/san-bench SCRIPTS=harness timeout 100 bash benchmarks/sanitize_on_device.sh none || status=1
     tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
+short)  # a session's last minutes of device time: the checks under tighter limits, then the tutorials
+    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 150 \
+        bash benchmarks/sanitize_on_device.sh || status=1
+    tar czf "$FINAL/san.tgz" -C "$WORK" san
+    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:40 || status=1
+    tar czf "$FINAL/debug.tgz" -C "$WORK" run
+    OUT=$WORK/san-bench SCRIPTS=harness timeout 80 bash benchmarks/sanitize_on_device.sh none || status=1
+    tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench
+    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:100 || status=1 ;;
 perf)
     OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:300 || status=1
     OUT=$FINAL/rest bash benchmarks/perf_on_device.sh attention_bwd_on_device:80 triton_ports_on_device:130 || status=1 ;;

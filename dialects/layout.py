@@ -1,4 +1,4 @@
-"""The layout encodings carried by tile (tensor) types: `#tile.blocked`, `#tile.mma`, `#tile.wgmma`, `#tile.rows`.
+"""The layout encodings carried by tile (tensor) types: `#tile.blocked`, `#tile.mma`, `#tile.wgmma`, `#tile.rows`, `#tile.cols`.
 
 A blocked layout says how a tile is spread over one program's threads:
 
@@ -13,7 +13,8 @@ A `dot`'s accumulator takes a tensor-core layout instead: `#tile.mma<[2, 2]>`
 `#tile.wgmma<[2, 1]>` (a grid of warpgroups, each issuing 64-row `wgmma`s).
 A 1-D tile of one value per row of such a tile (attention's running row maximum
 and sum) can take `#tile.rows<#tile.wgmma<[2, 1]>>`: each thread holds the rows
-it holds of the parent, as Triton's slice of an mma layout.
+it holds of the parent, as Triton's slice of an mma layout; one value per column
+(a vector broadcast over the columns), `#tile.cols<...>`, the columns it holds.
 
 Layout assignment (`tile-assign-layouts`) sets it; lowerings read it and never guess.
 """
@@ -43,6 +44,10 @@ ATTRIBUTE_IRDL = """  irdl.attribute @blocked {
     irdl.parameters(warpgroups: %g)
   }
   irdl.attribute @rows {
+    %p = irdl.any
+    irdl.parameters(parent: %p)
+  }
+  irdl.attribute @cols {
     %p = irdl.any
     irdl.parameters(parent: %p)
   }"""
@@ -245,9 +250,10 @@ class Rows:
     memory. Only for parents whose warps hold whole rows (one warp, or warpgroup, along N)."""
 
     parent: "Mma | Wgmma"
+    axis: int = 0  # 1: one value per column (`#tile.cols<parent>`), as the threads hold the parent's columns
 
     def __str__(self) -> str:
-        return f"#tile.rows<{self.parent}>"
+        return f"#tile.{('rows', 'cols')[self.axis]}<{self.parent}>"
 
     def attr(self) -> ir.Attribute:
         return ir.Attribute.parse(str(self))
@@ -255,17 +261,19 @@ class Rows:
     @staticmethod
     def parse(attr: ir.Attribute) -> "Rows | None":
         text = str(attr)
-        if not text.startswith("#tile.rows<"):
-            return None
-        inner = text[len("#tile.rows<"):-1]
-        parent = Mma.parse(inner) if inner.startswith("#tile.mma<") else Wgmma.parse(inner)
-        return Rows(parent) if parent else None
+        for axis, tag in enumerate(("#tile.rows<", "#tile.cols<")):
+            if text.startswith(tag):
+                inner = text[len(tag):-1]
+                parent = Mma.parse(inner) if inner.startswith("#tile.mma<") else Wgmma.parse(inner)
+                return Rows(parent, axis) if parent else None
+        return None
 
     @staticmethod
-    def of(parent) -> "Rows | None":
-        """The rows layout of a tensor-core layout whose warps hold whole rows; else None."""
+    def of(parent, axis: int = 0) -> "Rows | None":
+        """The rows (axis 1: columns) layout of a tensor-core layout whose warps hold whole
+        rows, every warp then all the columns; else None."""
         if isinstance(parent, Wgmma) and parent.warpgroups[1] == 1 or isinstance(parent, Mma) and parent.warps[1] == 1:
-            return Rows(parent)
+            return Rows(parent, axis)
         return None
 
 

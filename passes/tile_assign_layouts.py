@@ -421,15 +421,43 @@ _ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile
 def _broadcast_rows(op, by_shape) -> list:
     """[((R,), layout)] for a broadcast of data R x 1 -> R x C: the rows layout of a
     tensor-core R x C (attention backward's log-sum-exp and delta read over the scores'
-    rows: each thread loads the rows it holds, no exchange through shared memory), else
-    None, as for data broadcast 1 x R -> C x R (a column vector: its shape keeps its default)."""
+    rows: each thread loads the rows it holds, no exchange through shared memory); for
+    1 x R -> C x R its columns layout (`#tile.cols`: the same read over the columns of the
+    transposed scores, `m[None, :]`, tutorial 06's dK and dV), where the vector is made in
+    the innermost loop that reads it, each step (a thread holds C / 4 columns: a matmul's
+    bias row held so across its K loop took the kernel from 168 to 255 registers); None
+    into a blocked tile."""
     src, dst = (list(ir.RankedTensorType(v.type).shape) for v in (op.operands[0], op.results[0]))
-    if len(src) != 2 or len(dst) != 2:
+    if len(src) != 2 or len(dst) != 2 or not (src[0] == 1) ^ (src[1] == 1):
         return []
-    if src[1] == 1 and dst[1] != 1:
-        layout = by_shape(dst)
-        return [((src[0],), Rows.of(layout) if isinstance(layout, (Mma, Wgmma)) else None)]
-    return [((src[1],), None)] if src[0] == 1 and dst[0] != 1 else []
+    axis = 0 if src[1] == 1 else 1
+    if dst[1 - axis] == 1:
+        return []
+    layout = by_shape(dst)
+    loop = _loop_of(_vector_source(op.operands[0]))
+    if axis and (loop is None or loop != _loop_of(op) or any(o.name == "scf.for" for o in all_ops(loop)[1:])):
+        return [((src[axis],), None)]  # (kept in registers across a loop, C / 4 of them a thread: a matmul's bias)
+    return [((src[axis],), Rows.of(layout, axis) if isinstance(layout, (Mma, Wgmma)) else None)]
+
+
+def _vector_source(v):
+    """The op that makes the 1-D vector a 1 x R (or R x 1) tile reshapes (through groups)."""
+    v = through_groups(v)
+    op = None if isinstance(v.owner, ir.Block) else v.owner.operation
+    if op is not None and op.name == "tile.reshape":
+        v = through_groups(op.operands[0])
+        op = None if isinstance(v.owner, ir.Block) else v.owner.operation
+    return op
+
+
+def _loop_of(op):
+    """The innermost `scf.for` that holds op, or None."""
+    parent = op.parent if op is not None else None
+    while parent is not None and parent.name not in ("func.func", "gpu.func"):
+        if parent.name == "scf.for":
+            return parent
+        parent = parent.parent
+    return None
 
 
 def _row_shapes(ops, by_shape) -> dict:

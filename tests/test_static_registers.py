@@ -73,6 +73,26 @@ def test_tensor_core_coordinates_cover_the_tile_once(layout, shape, warps):
     assert (seen == 1).all()
 
 
+@pytest.mark.parametrize("layout, shape, warps", [
+    ("wgmma", (128, 32), 4), ("wgmma", (128, 64), 8), ("wgmma", (64, 128), 4), ("mma", (64, 32), 4), ("mma", (128, 32), 8)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_rows_and_cols_are_where_the_accumulator_holds_them(layout, shape, warps, axis):
+    """`#tile.rows` (`#tile.cols`) of an accumulator: each thread holds, in its registers, the
+    rows (columns) it holds of the accumulator, all of them, every row (column) of the tile
+    held somewhere; so a broadcast of it over the accumulator is the thread's own registers."""
+    from tile.codegen.gpu.distributed_layout import MmaDistribution, RowsDistribution, WgmmaDistribution
+    from tile.codegen.gpu.static_registers import thread_coords
+    from tile.dialects.layout import Mma, Rows, Wgmma
+
+    kind, dist = (Wgmma, WgmmaDistribution) if layout == "wgmma" else (Mma, MmaDistribution)
+    parent = kind.for_shape(list(shape), warps)
+    held = thread_coords(dist(parent, shape), warps * 32)[axis]
+    (mine,) = thread_coords(RowsDistribution(Rows.of(parent, axis), (shape[axis],)), warps * 32)
+    for t in range(warps * 32):
+        assert set(mine[t]) == set(held[t])
+    assert set(mine.ravel()) == set(range(shape[axis]))
+
+
 def test_epilogue_row_chunks_split_both_layouts():
     """A 128x256 wgmma accumulator (two warpgroups along M) going to 16-byte rows: with
     room for 64 rows, the two chunks are row bit 3, which both layouts fix per register (a

@@ -134,7 +134,7 @@ class Translator:
             self.coords_memo[dist] = self.mma_coords(dist)
             return self.coords_memo[dist]
         if isinstance(dist, RowsDistribution):
-            parent_rows = self.coords(dist.parent)[0]
+            parent_rows = self.coords(dist.parent)[dist.layout.axis]  # (of the columns, for `#tile.cols`)
             with self.entry:
                 rows = _elements(parent_rows, dist.parent.num_registers)
                 self.coords_memo[dist] = [_from_elements([rows[r] for r in dist.picks], ir.IntegerType.get_signless(32))]

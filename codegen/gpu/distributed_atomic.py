@@ -47,6 +47,10 @@ from .register_vectors import elements, from_elements, i32, linear_index
 def first_copies(self, dist) -> list | None:
     """Per register, an i1: whether this thread holds the first copy of its element (None:
     every element has one copy, as in the tensor-core layouts)."""
+    if isinstance(dist, RowsDistribution) and dist.layout.axis:  # a column: lane t of each group, in every warp
+        first = arith.andi(arith.cmpi(arith.CmpIPredicate.ult, self.lane, i32(4)),
+                           arith.cmpi(arith.CmpIPredicate.eq, self.warp, i32(0)))
+        return [first] * dist.num_registers
     if isinstance(dist, RowsDistribution):  # the four threads of a quad hold a row
         first = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(self.lane, i32(3)), i32(0))
         return [first] * dist.num_registers

@@ -169,25 +169,38 @@ class RowsDistribution:
     """Where the elements of a 1-D tile in `#tile.rows<parent>` layout live: row r is held by
     the threads that hold row r of the parent tensor-core tile, in the registers of its first
     fragment column: per row instruction rm, register 2 rm + h holds what parent register
-    (rm, 0, 2 h) holds, row rm * 16 (64 for wgmma) + group + 8 h of the thread's part."""
+    (rm, 0, 2 h) holds, row rm * 16 (64 for wgmma) + group + 8 h of the thread's part.
+    In `#tile.cols<parent>` (`axis` 1), column c by the threads that hold column c, in the
+    registers of the first row instruction: per fragment column rn, register 2 rn + h holds
+    what parent register (0, rn, h) holds, column rn * 8 + 2 t + h (lane = 4 group + t)."""
 
     layout: object  # dialects.layout.Rows
     shape: tuple[int, ...]
 
     rank = 1
-    vector_width = 1
+
+    @property
+    def vector_width(self) -> int:
+        """Consecutive elements a thread holds in consecutive registers: a column pair."""
+        return 2 if self.layout.axis else 1
 
     @cached_property
     def parent(self) -> MmaDistribution:
         """The parent's distribution over a tile of these rows and one fragment column a warp."""
         p = self.layout.parent
+        if self.layout.axis:  # (one row instruction a warp, these columns)
+            if isinstance(p, Wgmma):
+                return WgmmaDistribution(p, (64 * p.warpgroups[0], self.shape[0]))
+            return MmaDistribution(p, (16 * p.warps[0], self.shape[0]))
         if isinstance(p, Wgmma):
             return WgmmaDistribution(p, (self.shape[0], 8 * p.warpgroups[1]))
         return MmaDistribution(p, (self.shape[0], 8 * p.warps[1]))
 
     @cached_property
     def picks(self) -> list[int]:
-        """Per register, the parent register that holds the same row."""
+        """Per register, the parent register that holds the same row (column)."""
+        if self.layout.axis:
+            return [self.parent.register(0, rn, h) for rn in range(self.parent.reps[1]) for h in range(2)]
         return [self.parent.register(rm, 0, 2 * h) for rm in range(self.parent.reps[0]) for h in range(2)]
 
     @property

@@ -26,7 +26,8 @@ from .tail_masked_copies import tail_mask, tail_store
 def run_width(self, dist, offsets, mask, elem, aligned_base: bool, limit: int | None = None) -> int:
     """Elements per vector access for this tile: a power of two, 1 if nothing is proven; at
     most `limit` (default: the run of elements a thread holds in the layout, `vector_width`)."""
-    order = getattr(dist.layout, "order", None)  # (none: a tensor-core tile's rows, `#tile.rows`, a register each)
+    # (a tensor-core tile's rows, `#tile.rows`: a register each; its columns, `#tile.cols`: pairs)
+    order = getattr(dist.layout, "order", None) or ((0,) if dist.vector_width > 1 else None)
     if order is None or order[0] != dist.rank - 1 or not aligned_base or (isinstance(elem, ir.IntegerType) and elem.width == 1):
         return 1  # (bools one at a time: `emulate-i1-memrefs` widens scalar accesses to bytes)
     off = self.axis(offsets)

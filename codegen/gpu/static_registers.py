@@ -74,7 +74,7 @@ def thread_coords(dist: Distribution, num_threads: int) -> list[np.ndarray]:
     if isinstance(dist, MmaDistribution):
         return _mma_coords(dist, lane, warp)
     if isinstance(dist, RowsDistribution):
-        return [_mma_coords(dist.parent, lane, warp)[0][:, dist.picks]]
+        return [_mma_coords(dist.parent, lane, warp)[dist.layout.axis][:, dist.picks]]
     L = dist.layout
     out = []
     for d in range(dist.rank):

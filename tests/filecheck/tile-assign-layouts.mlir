@@ -375,7 +375,8 @@ func.func @stored_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tens
 
 // Data loaded as a vector and broadcast over the accumulator's rows (attention backward's
 // log-sum-exp and delta: `m[:, None]`) takes the rows layout: each thread loads the rows
-// it holds. Broadcast over its columns (`d[None, :]`) a vector keeps its blocked default.
+// it holds. Broadcast over its columns (`d[None, :]`) outside a loop, it keeps its blocked
+// default (in the columns layout a thread would hold 16 of the 64).
 
 !v = memref<?xf32, strided<[?], offset: ?>>
 
@@ -401,6 +402,36 @@ func.func @broadcast_rows(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: t
   %x = arith.subf %s, %mb : tensor<128x64xf32>
   %y = arith.mulf %x, %db : tensor<128x64xf32>
   return %y : tensor<128x64xf32>
+}
+
+// -----
+
+// Loaded each step of the loop that broadcasts it over the accumulator's columns (the
+// transposed scores of attention's dK and dV, `delta[None, :]`), a vector takes the
+// columns layout: each thread loads the columns it holds, in pairs.
+
+!v = memref<?xf32, strided<[?], offset: ?>>
+
+// CHECK-LABEL: func.func @broadcast_cols_in_loop
+// WG: scf.for
+// WG: "tile.load"(%{{.*}}) : (memref<{{.*}}>, tensor<64xi32, #tile.cols<#tile.wgmma<[2, 1]>>>, tensor<64xi1, #tile.cols<#tile.wgmma<[2, 1]>>>, tensor<64xf32, #tile.cols<#tile.wgmma<[2, 1]>>>) -> tensor<64xf32, #tile.cols<#tile.wgmma<[2, 1]>>>
+func.func @broadcast_cols_in_loop(%a: tensor<128x64xf16>, %b: tensor<64x64xf16>, %acc: tensor<128x64xf32>, %d: !v, %n: i32) -> tensor<128x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%x = %acc) -> (tensor<128x64xf32>) : i32 {
+    %s = "tile.dot"(%a, %b, %x) : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<128x64xf32>) -> tensor<128x64xf32>
+    %cols = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
+    %true = arith.constant true
+    %zero = arith.constant 0.0 : f32
+    %mc = "tile.splat"(%true) : (i1) -> tensor<64xi1>
+    %zc = "tile.splat"(%zero) : (f32) -> tensor<64xf32>
+    %dc = "tile.load"(%d, %cols, %mc, %zc) : (!v, tensor<64xi32>, tensor<64xi1>, tensor<64xf32>) -> tensor<64xf32>
+    %d2 = "tile.reshape"(%dc) : (tensor<64xf32>) -> tensor<1x64xf32>
+    %db = "tile.broadcast"(%d2) : (tensor<1x64xf32>) -> tensor<128x64xf32>
+    %y = arith.mulf %s, %db : tensor<128x64xf32>
+    scf.yield %y : tensor<128x64xf32>
+  }
+  return %r : tensor<128x64xf32>
 }
 
 // -----
