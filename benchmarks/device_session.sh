@@ -17,35 +17,30 @@ FINAL=${OUT:-$PWD/session-out}
 WORK=$(mktemp -d)
 mkdir -p "$FINAL"
 status=0
-case "${1:?usage: device_session.sh checks|perf|all|short}" in
-checks)
-    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 260 \
+
+sanitize() {  # SECONDS: every example and the tests' GPU halves under the three tools -> san.tgz
+    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout "$1" \
         bash benchmarks/sanitize_on_device.sh || status=1
     tar czf "$FINAL/san.tgz" -C "$WORK" san
-    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:60 || status=1
+}
+debug_check() {  # SECONDS: TILE_DEBUG's bounds check -> debug.tgz
+    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:"$1" || status=1
     tar czf "$FINAL/debug.tgz" -C "$WORK" run
-    OUT=$WORK/san-bench SCRIPTS=harness timeout 150 bash benchmarks/sanitize_on_device.sh none || status=1
-    tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
-all)  # one call where a second may not come: the checks, the tutorials between them
-    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 220 \
-        bash benchmarks/sanitize_on_device.sh || status=1
-    tar czf "$FINAL/san.tgz" -C "$WORK" san
-    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:40 || status=1
-    tar czf "$FINAL/debug.tgz" -C "$WORK" run
-    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:200 || status=1
-    OUT=$WORK/san-bench SCRIPTS=harness timeout 100 bash benchmarks/sanitize_on_device.sh none || status=1
-    tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench ;;
-short)  # a session's last minutes of device time: the checks under tighter limits, then the tutorials
-    OUT=$WORK/san ONE_PROCESS=1 SCRIPTS="regressions_on_device language_on_device" timeout 150 \
-        bash benchmarks/sanitize_on_device.sh || status=1
-    tar czf "$FINAL/san.tgz" -C "$WORK" san
-    OUT=$WORK/run bash benchmarks/perf_on_device.sh debug_bounds_on_device:40 || status=1
-    tar czf "$FINAL/debug.tgz" -C "$WORK" run
-    OUT=$WORK/san-bench SCRIPTS=harness timeout 80 bash benchmarks/sanitize_on_device.sh none || status=1
+}
+sanitize_bench() {  # SECONDS: the benchmark's kernels at their smoke shapes -> san-bench.tgz
+    OUT=$WORK/san-bench SCRIPTS=harness timeout "$1" bash benchmarks/sanitize_on_device.sh none || status=1
     tar czf "$FINAL/san-bench.tgz" -C "$WORK" san-bench
-    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:100 || status=1 ;;
+}
+tutorials() {  # SECONDS -> tutorials/perf.tgz
+    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:"$1" || status=1
+}
+
+case "${1:?usage: device_session.sh checks|perf|all|short}" in
+checks) sanitize 260; debug_check 60; sanitize_bench 150 ;;
+all) sanitize 220; debug_check 40; tutorials 200; sanitize_bench 100 ;;  # one call where a second may not come
+short) sanitize 150; debug_check 40; sanitize_bench 80; tutorials 100 ;;  # a session's last device minutes
 perf)
-    OUT=$FINAL/tutorials bash benchmarks/perf_on_device.sh tutorials_on_device:300 || status=1
+    tutorials 300
     OUT=$FINAL/rest bash benchmarks/perf_on_device.sh attention_bwd_on_device:80 triton_ports_on_device:130 || status=1 ;;
 esac
 exit $status
