@@ -272,16 +272,21 @@ def _kernel_lines(kernel) -> tuple[str, int, int]:
 
 
 def _save_error(kernel, path: str, e: Exception):
-    """Keep a compile error of the kernel's own lines beside the entry it did not make: the
-    same key fails the same way (autotune's configs past the shared memory were compiled
-    again, seconds each, by every process). Its line is kept from the `def`, as the key
-    holds the kernel's source and not where it lies in its file."""
+    """Keep a compile error of the kernel's own lines, or of a helper's, beside the entry it
+    did not make: the same key fails the same way (autotune's configs past the shared memory
+    were compiled again, seconds each, by every process, and on a GPU machine without the
+    frontend's parser could not be). A kernel's line is kept from the `def`, as the key
+    holds the kernel's source and not where it lies in its file; a helper's as it was."""
     if type(e) is not CompilationError:
         return
     filename, at, last = _kernel_lines(kernel)
-    if e.filename != filename or not at <= e.line <= last:
+    if e.filename == filename and at <= e.line <= last:
+        where = {"line_from_def": e.line - at}
+    elif e.filename and e.line:  # a helper's line (its source is in the key too): kept where it was
+        where = {"filename": e.filename, "line": e.line}  # (tutorial 06's configs past the shared memory)
+    else:
         return
-    record = {"message": e.message, "line_from_def": e.line - at, "column": e.column, "source_line": e.source_line}
+    record = {"message": e.message, **where, "column": e.column, "source_line": e.source_line}
     tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -298,8 +303,12 @@ def _saved_error(kernel, path: str) -> CompilationError | None:
     try:
         with open(path + ".error.json") as f:
             r = json.load(f)
-        filename, at, _ = _kernel_lines(kernel)
-        return CompilationError(r["message"], filename, at + r["line_from_def"], r["column"], r["source_line"])
+        if "line_from_def" in r:
+            filename, at, _ = _kernel_lines(kernel)
+            filename, line = filename, at + r["line_from_def"]
+        else:
+            filename, line = r["filename"], r["line"]
+        return CompilationError(r["message"], filename, line, r["column"], r["source_line"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

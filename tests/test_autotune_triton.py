@@ -341,3 +341,30 @@ def test_compile_errors_are_kept_in_the_cache(tmp_path, monkeypatch):
     assert str(again.value).split("\n")[1:] == str(first.value).split("\n")[1:]  # the line, and the caret under it
     errors = tile.autotune(configs, key=["n"], workers=2)(moved).compile_all((x, 8), {})
     assert [e.line for e in errors] == [9, 9]
+
+
+def test_compile_errors_in_helpers_are_kept_in_the_cache(tmp_path, monkeypatch):
+    """A config that fails in a helper the kernel calls (tutorial 06's past the shared memory,
+    at its inner loop's line) is kept too: a GPU machine with the cache built elsewhere, and no
+    parser, found it missing and tried to compile it."""
+    import importlib.util
+
+    from tile.runtime import cache
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    source = ("import tile\n\n\n@tile.jit\ndef fill(x, n, BLOCK: tile.constexpr):\n"
+              "    o = tile.arange(0, BLOCK)\n    tile.store(x + o, 1.0, mask=o < n)\n\n\n"
+              "@tile.kernel\ndef outer_kernel(x, n, BLOCK: tile.constexpr):\n    fill(x, n, BLOCK)\n")
+    (tmp_path / "helper_mod.py").write_text(source)
+    spec = importlib.util.spec_from_file_location("helper_mod", tmp_path / "helper_mod.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.zeros(8)
+    with pytest.raises(tile.CompilationError, match="power of two, got 12") as first:
+        module.outer_kernel[(1,)](x, 8, BLOCK=12)
+    assert first.value.line == 6
+    monkeypatch.setattr(cache, "_compiler", lambda *a: pytest.fail("compiled again"))
+    fresh = tile.kernel(module.outer_kernel.fn)  # as a new process sees it: nothing in memory
+    with pytest.raises(tile.CompilationError, match="power of two, got 12") as again:
+        fresh[(1,)](x, 8, BLOCK=12)
+    assert (again.value.filename, again.value.line) == (str(tmp_path / "helper_mod.py"), 6)
