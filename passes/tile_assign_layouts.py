@@ -86,7 +86,7 @@ from .axis_info import AxisInfo
 from .index_values import index_only
 from .tile_fuse import through_groups
 from .registry import register_pass
-from .walk import all_ops
+from .walk import all_ops, enclosing_loop
 
 _MEMORY_OPS = {"tile.load", "tile.store", "tile.load_tile", "tile.store_tile", "tile.atomic_rmw", "tile.atomic_cas"}
 # Ops whose tile operands must share the result's layout (elementwise in effect).
@@ -418,26 +418,28 @@ def column_slice_layouts(ops, mma: dict, axis) -> dict:
 _ROW_OPS = ("tile.splat", "tile.arange", "tile.reshape", "tile.broadcast", "tile.reduce", "scf.", "tile.load", "tile.store")
 
 
-def _broadcast_rows(op, by_shape) -> list:
-    """[((R,), layout)] for a broadcast of data R x 1 -> R x C: the rows layout of a
+def _broadcast_rows(op, by_shape) -> tuple | None:
+    """((R,), layout) for a broadcast of data R x 1 -> R x C: the rows layout of a
     tensor-core R x C (attention backward's log-sum-exp and delta read over the scores'
     rows: each thread loads the rows it holds, no exchange through shared memory); for
     1 x R -> C x R its columns layout (`#tile.cols`: the same read over the columns of the
     transposed scores, `m[None, :]`, tutorial 06's dK and dV), where the vector is made in
     the innermost loop that reads it, each step (a thread holds C / 4 columns: a matmul's
-    bias row held so across its K loop took the kernel from 168 to 255 registers); None
-    into a blocked tile."""
+    bias row held so across its K loop took the kernel from 168 to 255 registers); layout
+    None into a blocked tile. None for any other broadcast."""
     src, dst = (list(ir.RankedTensorType(v.type).shape) for v in (op.operands[0], op.results[0]))
     if len(src) != 2 or len(dst) != 2 or not (src[0] == 1) ^ (src[1] == 1):
-        return []
+        return None
     axis = 0 if src[1] == 1 else 1
     if dst[1 - axis] == 1:
-        return []
+        return None
+    if axis:
+        source = _vector_source(op.operands[0])
+        loop = enclosing_loop(source) if source is not None else None
+        if loop is None or loop != enclosing_loop(op) or any(o.name == "scf.for" for o in all_ops(loop)[1:]):
+            return (src[axis],), None  # (kept in registers across a loop, C / 4 of them a thread: a matmul's bias)
     layout = by_shape(dst)
-    loop = _loop_of(_vector_source(op.operands[0]))
-    if axis and (loop is None or loop != _loop_of(op) or any(o.name == "scf.for" for o in all_ops(loop)[1:])):
-        return [((src[axis],), None)]  # (kept in registers across a loop, C / 4 of them a thread: a matmul's bias)
-    return [((src[axis],), Rows.of(layout, axis) if isinstance(layout, (Mma, Wgmma)) else None)]
+    return (src[axis],), Rows.of(layout, axis) if isinstance(layout, (Mma, Wgmma)) else None
 
 
 def _vector_source(v):
@@ -448,16 +450,6 @@ def _vector_source(v):
         v = through_groups(op.operands[0])
         op = None if isinstance(v.owner, ir.Block) else v.owner.operation
     return op
-
-
-def _loop_of(op):
-    """The innermost `scf.for` that holds op, or None."""
-    parent = op.parent if op is not None else None
-    while parent is not None and parent.name not in ("func.func", "gpu.func"):
-        if parent.name == "scf.for":
-            return parent
-        parent = parent.parent
-    return None
 
 
 def _row_shapes(ops, by_shape) -> dict:
@@ -475,9 +467,8 @@ def _row_shapes(ops, by_shape) -> dict:
         if op.name == "tile.reduce" and ir.IntegerAttr(op.attributes["axis"]).value == 1:
             src = ir.RankedTensorType(op.operands[0].type)
             found.setdefault((src.shape[0],), set()).add(Rows.of(by_shape(src.shape)) if src.rank == 2 else None)
-        elif op.name == "tile.broadcast" and not index_only(op.operands[0]):
-            for shape, layout in _broadcast_rows(op, by_shape):
-                found.setdefault(shape, set()).add(layout)
+        elif op.name == "tile.broadcast" and not index_only(op.operands[0]) and (got := _broadcast_rows(op, by_shape)):
+            found.setdefault(got[0], set()).add(got[1])
     rows = {shape: next(iter(layouts)) for shape, layouts in found.items() if len(layouts) == 1 and None not in layouts}
     for op in ops:
         tiles = [v for v in list(op.operands) + _tiles(op) if isinstance(v.type, ir.RankedTensorType)]

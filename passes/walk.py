@@ -51,14 +51,19 @@ def collect(root, names) -> list:
     return [op for op in all_ops(root) if op.name in names]
 
 
-def in_loop(op, loops=("scf.for",)) -> bool:
-    """Whether a loop (an op named in `loops`) holds `op`, below its function."""
+def enclosing_loop(op, loops=("scf.for",)):
+    """The innermost loop (an op named in `loops`) that holds `op`, below its function; else None."""
     parent = op.parent
     while parent is not None and parent.name not in ("func.func", "gpu.func"):
         if parent.name in loops:
-            return True
+            return parent
         parent = parent.parent
-    return False
+    return None
+
+
+def in_loop(op, loops=("scf.for",)) -> bool:
+    """Whether a loop (an op named in `loops`) holds `op`, below its function."""
+    return enclosing_loop(op, loops) is not None
 
 
 def blocks_of(root) -> list:

@@ -305,7 +305,7 @@ def _saved_error(kernel, path: str) -> CompilationError | None:
             r = json.load(f)
         if "line_from_def" in r:
             filename, at, _ = _kernel_lines(kernel)
-            filename, line = filename, at + r["line_from_def"]
+            line = at + r["line_from_def"]
         else:
             filename, line = r["filename"], r["line"]
         return CompilationError(r["message"], filename, line, r["column"], r["source_line"])
