@@ -56,6 +56,8 @@ def stub_driver() -> dict:
             return libc["labs"]
 
         def __getattr__(self, name):
+            if name != "cuLaunchKernel":  # once per kernel, not per launch: success, nothing written
+                return lambda *args: 0
             fn = libc["labs"]
             fn.argtypes, fn.restype = cuda_driver._SIGNATURES[name], ctypes.c_int
             setattr(self, name, fn)
@@ -72,6 +74,7 @@ def stub_driver() -> dict:
     cuda_driver.available = lambda: True
     cuda_driver.Module = NoModule
     cuda_driver.on_device = lambda device: contextlib.nullcontext()  # (one device, its context current)
+    cuda_driver.ensure_context = lambda ordinal=0: 1
     cuda_launcher._getters = (abs, int)  # torch's raw-stream and device queries: one C call each, like these
     check_tensor = arguments.check_tensor
     arguments.check_tensor = lambda name, t, want_cuda: check_tensor(name, t, False)

@@ -822,18 +822,9 @@ def test_chunk_simple_gla_compiles_for_sm90a(kernel_name, use_h0, gpu_target):
     assert "wgmma.mma_async" in launcher.asm["ptx"]
 
 
-K_MAJOR = pytest.mark.xfail(strict=True, reason=(
-    "a bf16 tile contiguous along dim 0 (k^T's blocks, as fla reads k: offsets `o_k[:, None] + "
-    "o_t[None, :] * HK`, or a block pointer of order (0, 1)) loads one element at a time, "
-    "`ld.global.b16`, 32 a thread for 64 x 64, where Triton's compile loads `ld.global.v4.b32` "
-    "and converts the layout: tile-assign-layouts' blocked layouts put a thread's elements along "
-    "the last dim only (`Blocked.default`, order [1, 0]), never in the order axis analysis gives "
-    "the load's contiguity"))
-
-
-@K_MAJOR
 def test_k_major_loads_vectorized_as_tritons(gpu_target):
-    """The plain-pointer form, beside Triton's compile of its twin."""
+    """k^T's block, contiguous down dim 0, loads 16 bytes at a time as Triton's compile of the twin
+    does (`tile-column-loads`: it went one 16-bit element per load, 32 a thread), its store too."""
     gpu_target("sm_90a")
     k, out = _meta(4096, 16, 128), _meta(128, 4096)
     args, meta = (k, out, 4096, 128, 16 * 128), dict(BK=64, BT=64, num_warps=4)
@@ -844,8 +835,8 @@ def test_k_major_loads_vectorized_as_tritons(gpu_target):
     assert forms == theirs, (forms, theirs)
 
 
-@K_MAJOR
 def test_chunk_simple_gla_k_major_block_loads_vectorized(gpu_target):
-    """The same in fla's kernel, through its block pointers (Triton 3.9 has none to compare)."""
+    """The same in fla's kernel, through its block pointers of order (0, 1) (Triton 3.9 has none
+    to compare): no 16-bit element loaded on its own."""
     gpu_target("sm_90a")
     assert "ld.global.b16" not in memory_forms(_simple_gla_sm90("fwd_o").asm["ptx"])
