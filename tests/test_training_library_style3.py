@@ -12,8 +12,14 @@ scales; mamba2's chunk cumsum (softplus, `tile.cumsum`) and chunk state (`exp` o
 attention (a loop over T, the state in registers, `REVERSE`); unsloth's chunked cross entropy
 with logit softcapping (several programs a row, the log-sum-exp combined on the host) and its
 backward in place. Each runs on the CPU against torch at odd sizes and on strided views, its own
-source renamed to Triton runs under Triton's interpreter against the same reference, and it
-compiles for sm_90a at a model's sizes beside Triton's compile of the twin."""
+source renamed to Triton runs under Triton's interpreter against the same reference (the dropout
+masks bit for bit), and it compiles for sm_90a at a model's sizes beside Triton's compile of the
+twin. What that found: `libdevice.llrint` missing (added, with the other float-to-integer
+conversions); mamba's chunk state a verifier error in tile-pipeline (a column-major block's bound
+computed in the loop, read from inside a fusion group by the copies ahead: fixed); a bool tile
+stored one byte at a time (fixed: whole words); 16-bit rows moved 8 bytes at a time beside f32
+ones, k-major and interleaved tiles element by element, an epilogue's scale vectors through
+shared memory (strict xfails)."""
 
 import functools
 import os
@@ -1104,3 +1110,192 @@ def test_same_source_in_tritons_interpreter():
     pytest.importorskip("triton")
     run = run_in_triton(TRITON_SCRIPT)
     assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
+
+
+@functools.cache
+def _twin():
+    """The kernels renamed to Triton (not its interpreter: this process's Triton compiles)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    import triton.language.extra.cuda.libdevice  # noqa: F401  (as a Triton user's module imports it)
+    from library_kernels_on_device import triton_twin
+
+    return triton_twin(sys.modules[__name__], TWIN_NAMES)
+
+
+def _meta(*shape, dtype=torch.bfloat16):
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def sm90_cases():
+    """{name: (kernel, args, meta)} at a model's sizes, meta holding what the heuristics set (for
+    Triton's compile): hidden 8192 layer norms (one row a program, 132 programs in backward),
+    Llama 3 70B's decode (64 query heads over 8 KV heads of 128, pages of 16, 8 splits), a 4096^2
+    NF4 weight, int8 4096^3, mamba2 2.7B's SSD (80 heads of 64, state 128, chunks of 256), fla's
+    recurrence (16 heads of 128, num_warps 1), gemma 2's 256000-word softcapped vocabulary."""
+    M, N = 4096, 8192
+    x, f32 = _meta(M, N), _meta(M, N, dtype=torch.float32)
+    row = _meta(M, dtype=torch.float32)
+    seeds, mask = _meta(M, dtype=torch.int64), _meta(M, N, dtype=torch.bool)
+    ln_fwd = (x, x, _meta(N), _meta(N), x, f32, row, seeds, mask, row, row, N, N, N, N, N, 1e-5, 0.1)
+    rms_fwd = (x, x, _meta(N), None, None, f32, None, None, None, row, row, N, N, 0, N, N, 1e-6, 0.0)
+    programs = 132
+    rpp = tile.cdiv(M, programs)
+    dwdb = _meta(programs, N, dtype=torch.float32)
+    ln_bwd = (f32, _meta(N), _meta(N), x, x, x, dwdb, dwdb, f32, f32, row, seeds, row, row,
+              N, N, N, N, N, N, M, N, 1e-5, 0.1, rpp)
+    rms_bwd = (f32, _meta(N), None, None, x, x, dwdb, dwdb, None, None, None, None, row, row,
+               N, 0, N, N, 0, 0, M, N, 1e-6, 0.0, rpp)
+    ln_meta = dict(BLOCK_N=8192, num_warps=8)
+
+    B, Hq, Hk, D, page, splits, blocks = 32, 64, 8, 128, 16, 8, 4096
+    kc = _meta(blocks, page, Hk, D)
+    mid = _meta(B, Hq, splits, D + 1, dtype=torch.float32)
+    bt = _meta(B, 512, dtype=torch.int32)
+    stage1 = (_meta(B, Hq, D), kc, kc, D ** -0.5, bt, _meta(B, dtype=torch.int32), mid, Hq * D, D,
+              page * Hk * D, Hk * D, D, page * Hk * D, Hk * D, D, 512, Hq * splits * (D + 1), splits * (D + 1), D + 1)
+    stage1_meta = dict(kv_group_num=Hq // Hk, q_head_num=Hq, BLOCK_DMODEL=128, BLOCK_DV=128, BLOCK_N=32, BLOCK_H=16,
+                       PAGE_SIZE=page, NUM_KV_SPLITS=splits, Lk=D, Lv=D, num_warps=4, num_stages=2)
+    stage2 = (mid, _meta(B, Hq, D), _meta(B, dtype=torch.int32), Hq * splits * (D + 1), splits * (D + 1), D + 1, Hq * D, D)
+
+    n_bytes = 4096 * 4096 // 2
+    nf4 = (_meta(n_bytes, dtype=torch.uint8), _meta(16, dtype=torch.float32), _meta(2 * n_bytes // 64, dtype=torch.float32),
+           _meta(2 * n_bytes), n_bytes)
+    qx = _meta(4096, 4096, dtype=torch.float16)
+    quant = (qx, _meta(4096, 4096, dtype=torch.int8), _meta(4096, dtype=torch.float16), 4096, 4096)
+    S = 4096
+    i8 = _meta(S, S, dtype=torch.int8)
+    mm = (i8, i8, _meta(S, S), _meta(S, dtype=torch.float32), _meta(S, dtype=torch.float32), S, S, S, S, 1, 1, S, S, 1)
+    mm_meta = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, EVEN_K=True, num_warps=8, num_stages=3)
+
+    batch, seqlen, nheads, hdim, dstate, cs = 2, 4096, 80, 64, 128, 256
+    nchunks = seqlen // cs
+    dt = _meta(batch, seqlen, nheads, dtype=torch.float32)
+    dt_out = _meta(batch, nheads, nchunks, cs, dtype=torch.float32)
+    dt_strides = (nheads * nchunks * cs, cs, nchunks * cs, 1)
+    cumsum = (dt, _meta(nheads, dtype=torch.float32), _meta(nheads, dtype=torch.float32), dt_out, dt_out,
+              batch, seqlen, nheads, cs, 0.0, float("inf"), seqlen * nheads, nheads, 1, 1, 1, *dt_strides, *dt_strides)
+    xs, bs = _meta(batch, seqlen, nheads, hdim), _meta(batch, seqlen, 1, dstate)
+    state = (xs, bs, _meta(batch, nchunks, nheads, hdim, dstate), dt_out, dt_out, hdim, dstate, cs, batch, seqlen, nheads,
+             seqlen * nheads * hdim, nheads * hdim, hdim, 1, seqlen * dstate, dstate, dstate, 1,
+             nchunks * nheads * hdim * dstate, nheads * hdim * dstate, hdim * dstate, dstate, 1, *dt_strides, *dt_strides)
+
+    Bt, T, H, K = 2, 4096, 16, 128
+    q = _meta(Bt, T, H, K)
+    h = _meta(Bt, H, K, K, dtype=torch.float32)
+    recurrent = (q, q, q, _meta(Bt, T, H, dtype=torch.float32), None, _meta(2, Bt, T, H, K, dtype=torch.float32), h, h,
+                 K ** -0.5, T)
+    rec_meta = dict(H=H, K=K, V=K, BK=64, BV=64, REVERSE=False, USE_G=True, USE_GK=False, USE_INITIAL_STATE=True,
+                    STORE_FINAL_STATE=True, num_warps=1, num_stages=1)
+
+    rows, vocab = 4096, 256000
+    logits = _meta(rows, vocab)
+    ce = (logits, vocab, _meta(rows, dtype=torch.float32), _meta(rows, 4, dtype=torch.float32), _meta(rows, dtype=torch.int64))
+    ce_meta = dict(VOCAB_SIZE=vocab, DO_SOFTCAPPING=True, SOFTCAP=30.0, DO_LOGIT_SCALING=False, LOGIT_SCALE=1.0)
+    ce_bwd = (logits, vocab, _meta(rows, dtype=torch.float32), 1, _meta(rows, dtype=torch.float32), _meta(rows, dtype=torch.int64))
+    return {
+        "layer_norm_fwd": (_layer_norm_fwd_1pass_kernel, ln_fwd, dict(
+            IS_RMS_NORM=False, HAS_RESIDUAL=True, STORE_RESIDUAL_OUT=True, HAS_BIAS=True, HAS_DROPOUT=True,
+            STORE_DROPOUT_MASK=True, HAS_ROWSCALE=True, **ln_meta)),
+        "rms_norm_fwd": (_layer_norm_fwd_1pass_kernel, rms_fwd, dict(
+            IS_RMS_NORM=True, HAS_RESIDUAL=False, STORE_RESIDUAL_OUT=True, HAS_BIAS=False, HAS_DROPOUT=False,
+            STORE_DROPOUT_MASK=False, HAS_ROWSCALE=False, **ln_meta)),
+        "layer_norm_bwd": (_layer_norm_bwd_kernel, ln_bwd, dict(
+            IS_RMS_NORM=False, HAS_DRESIDUAL=True, STORE_DRESIDUAL=True, HAS_BIAS=True, HAS_DROPOUT=True,
+            HAS_ROWSCALE=True, RECOMPUTE_OUTPUT=True, **ln_meta)),
+        "rms_norm_bwd": (_layer_norm_bwd_kernel, rms_bwd, dict(
+            IS_RMS_NORM=True, HAS_DRESIDUAL=False, STORE_DRESIDUAL=False, HAS_BIAS=False, HAS_DROPOUT=False,
+            HAS_ROWSCALE=False, RECOMPUTE_OUTPUT=False, **ln_meta)),
+        "decode_stage1": (_decode_grouped_att_stage1, stage1, dict(logit_cap=0.0, **stage1_meta)),
+        "decode_stage1_logit_cap": (_decode_grouped_att_stage1, stage1, dict(logit_cap=30.0, **stage1_meta)),
+        "decode_stage2": (_decode_softmax_reducev_stage2, stage2, dict(NUM_KV_SPLITS=splits, BLOCK_DV=128, Lv=D,
+                                                                        num_warps=4, num_stages=2)),
+        "dequantize_nf4": (_dequantize_4bit_kernel, nf4, dict(blocksize=64, BLOCK=1024, num_warps=4)),
+        "quantize_rowwise": (_quantize_rowwise, quant, dict(BLOCK_SIZE=4096, P2=4096, num_warps=8)),
+        "int8_scaled_matmul": (_int8_scaled_matmul_kernel, mm, mm_meta),
+        "chunk_cumsum": (_chunk_cumsum_fwd_kernel, cumsum, dict(DT_SOFTPLUS=True, HAS_DT_BIAS=True, BLOCK_SIZE_H=8,
+                                                                BLOCK_SIZE_CHUNK=256, num_warps=4)),
+        "chunk_state": (_chunk_state_fwd_kernel, state, dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=32,
+                                                             num_warps=4, num_stages=3)),
+        "fused_recurrent": (_fused_recurrent_fwd_kernel, recurrent, rec_meta),
+        "chunked_cross_entropy": (_chunked_cross_entropy_forward, ce, dict(N_CHUNKS=4, BLOCK_SIZE=65536, num_warps=32,
+                                                                           **ce_meta)),
+        "cross_entropy_backward": (_cross_entropy_backward, ce_bwd, dict(BLOCK_SIZE=4096, num_warps=8, **ce_meta)),
+    }
+
+
+def memory_forms(ptx):
+    """The distinct global load and store instructions of a PTX text (`ld.global.v4.b32`, ...)."""
+    return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
+
+
+def _jit_function(kernel):
+    """The JIT function under a twin's heuristics."""
+    from triton.runtime.jit import JITFunction
+
+    while not isinstance(kernel, JITFunction):
+        kernel = kernel.fn
+    return kernel
+
+
+# Where tile's instruction differs from Triton's and moves all that is used: an int64 scalar of
+# which the kernel keeps the low half (a dropout seed `.to(tile.uint32)`, a label `.to(tile.int32)`)
+# is loaded as that half.
+LOW_HALF = {"ld.global.b64": "ld.global.b32"}
+SAME_OR_NARROWER = {name: LOW_HALF for name in ("layer_norm_fwd", "layer_norm_bwd", "chunked_cross_entropy",
+                                                "cross_entropy_backward")}
+
+ONE_LAYOUT_A_SHAPE = pytest.mark.xfail(strict=True, reason=(
+    "16-bit rows load or store 8 bytes at a time where Triton's compile moves 16 (bf16 x, dy, y: "
+    "`ld.global.v2.b32` against `v4.b32`; the int8 quantized row, 8 bytes against 16): "
+    "tile-assign-layouts gives all tiles of one shape one blocked layout, sized by the widest element any "
+    "memory op of that shape moves (`layouts_by_shape`: the f32 residual kept beside the row, or the f16 "
+    "input beside the int8 output), where Triton's coalesce pass sizes each access's layout by its own "
+    "element and converts layouts between (tests/test_training_library_style2.py, layer_norm_backward)"))
+ROW_A_WARP = pytest.mark.xfail(strict=True, reason=(
+    "the [64, 64] f32 state's initial and final values move 8 bytes at a time where Triton's compile moves "
+    "16: tile-assign-layouts' `_row_broadcast_shapes` gives the state a row a warp (2 a lane at one warp) "
+    "since k[:, None] and q[:, None] are broadcast into it, keeping those broadcasts in registers (168 "
+    "registers where Triton's compile takes 255); tests/test_training_library_style.py's ROW_A_WARP"))
+K_MAJOR = pytest.mark.xfail(strict=True, reason=(
+    "a tile contiguous along dim 0 loads element by element where Triton's compile vectorizes along that dim: "
+    "the decode's keys read as K^T (`offs_d[:, None]` the unit-stride dim: 64 `ld.global.b16` a thread, and the "
+    "loop not pipelined, 252 registers against Triton's 64 with its cp.async rings), mamba's dt read as "
+    "[heads, steps] with the heads unit-stride (`ld.global.b32` against `v4.b32`): tile-assign-layouts' blocked "
+    "layouts put a thread's elements along the last dim only (tests/test_training_library_style2.py's K_MAJOR)"))
+INTERLEAVE = pytest.mark.xfail(strict=True, reason=(
+    "the packed NF4 bytes load one `ld.global.b8` at a time (8 a thread) where Triton's compile loads them as "
+    "one `ld.global.v2.b32`: `tile.interleave` lowers through a [BLOCK, 2] tile whose default layout holds "
+    "1 x 2 a thread, and `_sliced_shapes` gives its [BLOCK] operands (the bytes, their nibbles, the scales) "
+    "that tile's slice, one element a thread, where Triton's join keeps its operands' layout and adds the "
+    "new dim in registers"))
+SCALE_VECTORS = pytest.mark.xfail(strict=True, reason=(
+    "the int8 GEMM's column scales load once a thread (`ld.global.b32`) and reach the wgmma accumulator's "
+    "columns through shared memory, where Triton's compile loads them where the accumulator holds its "
+    "columns, in pairs (`ld.global.v2.b32`, 16 a thread): tile takes `#tile.cols` only for a vector loaded "
+    "in an innermost loop, not for an epilogue's"))
+XFAILS = {"layer_norm_fwd": ONE_LAYOUT_A_SHAPE, "rms_norm_fwd": ONE_LAYOUT_A_SHAPE, "layer_norm_bwd": ONE_LAYOUT_A_SHAPE,
+          "rms_norm_bwd": ONE_LAYOUT_A_SHAPE, "quantize_rowwise": ONE_LAYOUT_A_SHAPE, "fused_recurrent": ROW_A_WARP,
+          "decode_stage1": K_MAJOR, "decode_stage1_logit_cap": K_MAJOR, "chunk_cumsum": K_MAJOR,
+          "dequantize_nf4": INTERLEAVE, "int8_scaled_matmul": SCALE_VECTORS}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in sm90_cases()])
+def test_compiles_for_sm90a(name, gpu_target):
+    """No spills where Triton's compile of the twin (its JIT's specialization) has none, and no more
+    where it has some (a hidden 8192 backward a row a program, a 65536-word chunk: it spills 268 and
+    128 bytes, tile 148 and 52); the same global load and store instructions as Triton's, but where
+    SAME_OR_NARROWER says tile's move all that is used."""
+    gpu_target("sm_90a")
+    kernel, args, meta = sm90_cases()[name]
+    launcher = kernel.compile(*args, **meta)
+    info = launcher.metadata["ptxas"]
+    forms = memory_forms(launcher.asm["ptx"])
+    pytest.importorskip("triton")
+    meta = dict(meta)
+    stages = meta.pop("num_stages", 1)
+    theirs = triton_sm90(_jit_function(getattr(_twin(), kernel.name)), list(args), meta, num_stages=stages)
+    assert info["spill_stores"] <= theirs["spill_stores"] and info["spill_loads"] <= theirs["spill_loads"], (info, theirs)
+    if theirs["spill_stores"] == 0:
+        assert info["stack_frame"] == 0, info
+    want = {SAME_OR_NARROWER.get(name, {}).get(f, f) for f in memory_forms(theirs["ptx"])}
+    assert forms == want, (forms, memory_forms(theirs["ptx"]))
