@@ -206,6 +206,24 @@ def umulhi(x, y) -> Tile:
     return Tile(unsigned.mark(high) if not a.dtype.signed else high)
 
 
+# libdevice's float-to-integer conversions (bitsandbytes quantizes with `libdevice.llrint`):
+# x rounded as named, then converted: exact, since the rounded value is integral (`cvt.rni.f32.f32`,
+# `cvt.rzi.s64.f32` on a GPU, where libdevice's `__nv_llrintf` is one `cvt.rni.s64.f32`).
+_TO_INT = {"llrint": ("rint", int64), "llround": ("round", int64)}
+_TO_INT.update({f"float2{kind}_{mode}": (rounding, dtype) for kind, dtype in (("int", int32), ("ll", int64))
+                for mode, rounding in (("rn", "rint"), ("rz", "trunc"), ("rd", "floor"), ("ru", "ceil"))})
+
+
+def to_int(name: str, x) -> Tile:
+    """libdevice's `llrint`, `float2int_rn`, ...: a float x (16-bit floats widened, exactly)
+    rounded by _TO_INT's mode, as its integer type."""
+    x = semantics.computable(_tile(x, f"{name}'s operand"), f"{name}'s operand")
+    if not x.dtype.is_float:
+        raise SemanticError(f"{name} needs a float operand, got {_describe(x)}")
+    rounding, dtype = _TO_INT[name]
+    return cast(unary(rounding, x), dtype)
+
+
 def fdiv(x, y, ieee_rounding=False) -> Tile:
     """Triton's `tl.math.fdiv`: `/`, or with ieee_rounding the correctly rounded `div_rn`."""
     if not isinstance(ieee_rounding, bool):
@@ -246,6 +264,8 @@ def _register():
     put("fast_logf", EMITTERS["log"], math=False)
     put("fast_tanhf", EMITTERS["tanh"], math=False)
     put("fast_dividef", lambda x, y: binary("/", x, y), math=False)
+    for name in _TO_INT:
+        put(name, lambda x, _n=name: to_int(_n, x), math=False)
 
 
 _register()

@@ -45,9 +45,16 @@ _DOCS = {
     "umulhi": "The high half of the unsigned double-width product of two int32 or uint32 (or 64-bit) tiles.",
     "fast_expf": "e ** x on the special-function unit (tile.exp).", "fast_logf": "ln x on the special-function unit (tile.log).",
     "fast_tanhf": "tanh x on the special-function unit (tile.tanh).", "fast_dividef": "x / y within 2 ulp (`/`).",
+    "llrint": "x rounded halves to even, as an int64.", "llround": "x rounded halves away from zero, as an int64.",
+    "float2int_rn": "x rounded halves to even, as an int32.", "float2int_rz": "x rounded toward zero, as an int32.",
+    "float2int_rd": "x rounded down, as an int32.", "float2int_ru": "x rounded up, as an int32.",
+    "float2ll_rn": "x rounded halves to even, as an int64.", "float2ll_rz": "x rounded toward zero, as an int64.",
+    "float2ll_rd": "x rounded down, as an int64.", "float2ll_ru": "x rounded up, as an int64.",
 }
 _MATH_ONLY = ("fdiv", "sigmoid")
-_LIBDEVICE_ONLY = ("fast_expf", "fast_logf", "fast_tanhf", "fast_dividef")
+_TO_INT = ("llrint", "llround", "float2int_rn", "float2int_rz", "float2int_rd", "float2int_ru", "float2ll_rn",
+           "float2ll_rz", "float2ll_rd", "float2ll_ru")
+_LIBDEVICE_ONLY = ("fast_expf", "fast_logf", "fast_tanhf", "fast_dividef", *_TO_INT)
 
 
 def _stub(namespace: str, name: str):

@@ -432,8 +432,12 @@ class TilePipeline:
         body = loop.regions[0].blocks[0]
         needed = set()
         for (_, ops), b in zip(found, per_load):
-            # (of a column-major block: its starts, and the bases not hoisted before the loop)
-            starts = [x for x, _ in (b.row, b.col) if x is not None] + list(b.bases) if b else []
+            # (of a column-major block: its starts, the bases not hoisted before the loop, and its
+            # bounds and stride where an op of the body computes them, not in a fusion group
+            # (`transposed_copy` clones those): mamba's `offs_k < chunk_size_limit - k`)
+            starts = [x for x, _ in (b.row, b.col) if x is not None] + list(b.bases) + [
+                x for x in (b.rows, b.cols, b.stride) if x is not None and not isinstance(x.owner, ir.Block)
+                and x.owner.operation.parent == loop] if b else []
             needed.update(ops if b is None else body_slice(starts, body, loop, body.arguments[0]) or [])
         mapping = {body.arguments[0]: it}
         cloned = [op.operation for op in body.operations if op.operation in needed]

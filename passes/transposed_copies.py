@@ -18,7 +18,9 @@ that shape, over offsets and a mask built for it:
 
 The scalars the offsets add (`Block.bases`: a head's start, a pointer's advance) are
 added again, in the offsets' own width (i64 where the user's are); a dim the mask does
-not bound (its bound None) is not tested.
+not bound (its bound None) is not tested. A bound or stride the body computes (mamba's
+`offs_k < chunk_size_limit - k`, inside a fusion group) is computed again at the issued
+iteration, as the starts are.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from mlir.dialects import arith
 from ..dialects import tile_ops
 from ..dialects.pipeline_ops import PREFETCH_GUARD
 from ..dialects.layout import Blocked, element_bits, encoding_of, with_encoding
-from .block_access import Block, start_value
+from .block_access import Block, _outside_groups, start_value
 
 
 def _laid_out(v, num_warps: int, bits: int = 32):
@@ -54,11 +56,11 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
         if bound is None:  # a whole tile along this dim: no bound to test
             return grid, None
         below = arith.CmpIPredicate.ult if b.unsigned else arith.CmpIPredicate.slt
-        inside = arith.cmpi(below, grid, _laid_out(tile_ops.splat(mapping.get(bound, bound), [cols, rows]), num_warps, bits))
+        inside = arith.cmpi(below, grid, _laid_out(tile_ops.splat(_outside_groups(bound, mapping), [cols, rows]), num_warps, bits))
         return grid, inside
 
     def splat(scalar):
-        return _laid_out(tile_ops.splat(mapping.get(scalar, scalar), [cols, rows]), num_warps, bits)
+        return _laid_out(tile_ops.splat(_outside_groups(scalar, mapping), [cols, rows]), num_warps, bits)
 
     wide = ir.RankedTensorType(load.operands[1].type).element_type  # (the load's offsets: i32 or i64)
 
@@ -69,7 +71,7 @@ def transposed_copy(load, b: Block, mapping, live) -> tuple[ir.Value, ir.Value]:
 
     r, r_in = along(b.row, rows, [1, rows], b.rows)
     c, c_in = along(b.col, cols, [cols, 1], b.cols)
-    stride = mapping.get(b.stride, b.stride)
+    stride = _outside_groups(b.stride, mapping)
     offsets = arith.addi(widened(r), widened(arith.muli(widened(c) if stride.type == wide else c, splat(stride))))
     for base in b.bases:  # (a loop-invariant one hoisted before the loop; a pointer's advance cloned here)
         base = start_value((base, 0), mapping)

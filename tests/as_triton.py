@@ -77,7 +77,8 @@ def triton_sm90(fn, args, meta: dict, num_stages: int) -> dict:
     sig, constexprs, attrs = {}, {}, {}
     for i, (name, a) in enumerate(zip(fn.arg_names, args)):
         if isinstance(a, torch.Tensor):
-            sig[name] = "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int64: "i64", torch.int32: "i32"}[a.dtype]
+            sig[name] = "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int64: "i64",
+                               torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "i1"}[a.dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
         elif a is None:  # (an optional pointer left out: a constexpr None, as its JIT passes it)
             sig[name], constexprs[(i,)] = "constexpr", None

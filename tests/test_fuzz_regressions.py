@@ -403,11 +403,13 @@ def test_elementwise_chain_compiles_in_linear_time():
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 def test_bool_tiles_of_several_elements_a_thread(target, gpu_target):
-    """Bool loads of 2+ elements a thread became i1 vector loads, invalid once bools are bytes."""
+    """Bool loads of 2+ elements a thread became i1 vector loads, invalid once bools are bytes;
+    they are now byte runs of whole words (`distributed_memory._bool_run`: 4 a thread here)."""
     gpu_target(target)
     x = torch.empty(4096, dtype=torch.bool, device="meta")
     launcher = bool_kernel.compile(x, torch.empty(4096, device="meta"), x, 4096, BLOCK=1024)
-    assert "ld.global.b8" in launcher.asm["ptx"]
+    ptx = launcher.asm["ptx"]
+    assert "ld.global.b32" in ptx and "st.global.b32" in ptx and "ld.global.b8" not in ptx
 
 
 def test_a_pass_bug_is_a_compilation_error(monkeypatch, tmp_path):

@@ -4,6 +4,7 @@ compiled for sm_90a / sm_80, whose LLVM IR calls the libdevice function meant (`
 `__nv_tanhf`: full precision, where `tile.tanh` is `tanh.approx.f32`)."""
 
 import functools
+import re
 
 import pytest
 import torch
@@ -292,3 +293,41 @@ def test_gpu_tanh_forms(gpu_target):
     full = tanh_kernel.compile(x, x, FULL=True).asm
     assert "tanh.approx.f32" in fast
     assert "tanh.approx" not in full["ptx"] and "@__nv_tanhf(" in full["llvm"]
+
+
+@tile.kernel
+def to_int_kernel(x, out32, out64, n, BLOCK: tile.constexpr):
+    """libdevice's float-to-integer conversions, in the order TO_INT names them."""
+    offs = tile.arange(0, BLOCK)
+    mask = offs < n
+    v = tile.load(x + offs, mask=mask, other=0.0)
+    tile.store(out64 + offs, libdevice.llrint(v), mask=mask)
+    tile.store(out64 + n + offs, libdevice.llround(v), mask=mask)
+    tile.store(out64 + 2 * n + offs, cuda_libdevice.float2ll_rn(v), mask=mask)
+    tile.store(out64 + 3 * n + offs, cuda_libdevice.float2ll_rz(v), mask=mask)
+    tile.store(out64 + 4 * n + offs, cuda_libdevice.float2ll_rd(v), mask=mask)
+    tile.store(out64 + 5 * n + offs, cuda_libdevice.float2ll_ru(v), mask=mask)
+    tile.store(out32 + offs, libdevice.float2int_rn(v), mask=mask)
+    tile.store(out32 + n + offs, libdevice.float2int_rz(v), mask=mask)
+    tile.store(out32 + 2 * n + offs, libdevice.float2int_rd(v), mask=mask)
+    tile.store(out32 + 3 * n + offs, libdevice.float2int_ru(v), mask=mask)
+
+
+def test_float_to_int_conversions(gpu_target):
+    """bitsandbytes' `libdevice.llrint(127 * x / absmax)`: halves to even (and the other modes)
+    on f32 and f16 inputs, negative ones too; on sm_90a the rounding, then an exact conversion."""
+    halves = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, -127.49, 3.7, -3.7, 0.0, 1e9])
+    for dtype in (torch.float32, torch.float16):
+        x = halves[:-1].to(dtype) if dtype == torch.float16 else halves
+        n = x.numel()
+        out32, out64 = torch.empty(4 * n, dtype=torch.int32), torch.empty(6 * n, dtype=torch.int64)
+        to_int_kernel[(1,)](x, out32, out64, n, BLOCK=16)
+        v = x.double()
+        want = [torch.round(v), _round_half_away(v), torch.round(v), torch.trunc(v), torch.floor(v), torch.ceil(v)]
+        assert torch.equal(out64, torch.cat(want).long())
+        assert torch.equal(out32, torch.cat([want[0], want[3], want[4], want[5]]).int())
+    gpu_target("sm_90a")
+    x = halves.to("meta")
+    ptx = to_int_kernel.compile(x, torch.empty(48, dtype=torch.int32, device="meta"),
+                                torch.empty(72, dtype=torch.int64, device="meta"), 12, BLOCK=16).asm["ptx"]
+    assert {"cvt.rni.f32.f32", "cvt.rzi.s64.f32", "cvt.rzi.s32.f32"} <= set(re.findall(r"\bcvt[\w.]*", ptx))

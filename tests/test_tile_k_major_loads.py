@@ -243,3 +243,48 @@ def test_attention_backward_pointer_style_copies(gpu_target, kernel, block):
     # a 32 x 64 fp16 tile is 2 16-byte copies a thread of 128
     assert len(copies) >= 3 * 2 * 2
     assert launcher.metadata["ptxas"]["spill_stores"] == 0
+
+
+@tile.kernel
+def chunk_state_like(x_ptr, b_ptr, out_ptr, hdim, dstate, chunk, seqlen, stride_x_t, stride_b_t,
+                     BLOCK_M: tile.constexpr, BLOCK_N: tile.constexpr, BLOCK_K: tile.constexpr):
+    """mamba2's chunk state, reduced: out = x[c]^T @ b[c] over chunk c's steps, x (T, hdim)
+    read as its column-major transpose, the steps bounded by a limit the body subtracts k from
+    (`offs_k < chunk_limit - k`: a bound the loop computes, for the copies ahead)."""
+    c = tile.program_id(0)
+    offs_m = tile.arange(0, BLOCK_M)
+    offs_n = tile.arange(0, BLOCK_N)
+    offs_k = tile.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + c * chunk * stride_x_t + offs_m[:, None] + offs_k[None, :] * stride_x_t
+    b_ptrs = b_ptr + c * chunk * stride_b_t + offs_k[:, None] * stride_b_t + offs_n[None, :]
+    chunk_limit = min(chunk, seqlen - c * chunk)
+    acc = tile.zeros((BLOCK_M, BLOCK_N), dtype=tile.float32)
+    for k in range(0, chunk_limit, BLOCK_K):
+        x = tile.load(x_ptrs, mask=(offs_m[:, None] < hdim) & (offs_k[None, :] < chunk_limit - k), other=0.0)
+        b = tile.load(b_ptrs, mask=(offs_k[:, None] < chunk_limit - k) & (offs_n[None, :] < dstate), other=0.0)
+        acc += tile.dot(x, b)
+        x_ptrs += BLOCK_K * stride_x_t
+        b_ptrs += BLOCK_K * stride_b_t
+    tile.store(out_ptr + c * hdim * dstate + offs_m[:, None] * dstate + offs_n[None, :], acc,
+               mask=(offs_m[:, None] < hdim) & (offs_n[None, :] < dstate))
+
+
+def test_column_major_block_bounded_by_a_loop_value(gpu_target):
+    """On the CPU against torch (100 steps in chunks of 32: the last one 4); for sm_90a the
+    column-major x copied transposed ahead (it was a verifier error, 'operand #0 does not
+    dominate this use': the copies ahead read `chunk_limit - k` from inside the body's fusion group)."""
+    torch.manual_seed(0)
+    T, hdim, dstate, chunk = 100, 24, 20, 32
+    x, b = torch.randn(T, hdim, dtype=torch.float16), torch.randn(T, dstate, dtype=torch.float16)
+    n = tile.cdiv(T, chunk)
+    out = torch.empty(n, hdim, dstate)
+    chunk_state_like[(n,)](x, b, out, hdim, dstate, chunk, T, hdim, dstate, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
+    pad = lambda t: torch.nn.functional.pad(t.float(), (0, 0, 0, n * chunk - T)).reshape(n, chunk, -1)  # noqa: E731
+    torch.testing.assert_close(out, pad(x).transpose(1, 2) @ pad(b), rtol=1e-3, atol=1e-3)
+    gpu_target("sm_90a")
+    e = lambda *s: torch.empty(s, dtype=torch.float16, device="meta")  # noqa: E731
+    launcher = chunk_state_like.compile(e(4096, 64), e(4096, 128), torch.empty(16, 64, 128, device="meta"),
+                                        64, 128, 256, 4096, 64, 128,
+                                        BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, num_stages=3)
+    ptx = launcher.asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx and "ld.global" not in ptx

@@ -109,6 +109,54 @@ def _hints(op, elem):
     return hints, hints.policy() if hints is not None else None
 
 
+def _bool_run(self, dist, offsets, mask, base) -> int:
+    """Elements a run of a bool tile moves as one predicated access of whole words (4, 8 or 16
+    bytes: torch's bools are bytes), or 0 where it takes the plain path, an element at a time
+    (`run_width`). A dropout mask stored 32 a thread went as 32 `st.global.b8` where Triton's
+    compile stores 2 `st.global.v4.b32` (flash-attn's layer norm). Not in a tensor-core
+    kernel, whose accesses stay branches (`op_tile_store`)."""
+    elem = ir.MemRefType(base.type).element_type
+    if not (isinstance(elem, ir.IntegerType) and elem.width == 1) or self.has_dot:
+        return 0
+    w = run_width(self, dist, offsets, mask, _I8(), _base_aligned(self, base))
+    return w if predicated_access.supported(w, _I8()) else 0
+
+
+def _I8():
+    return ir.IntegerType.get_signless(8)
+
+
+def _bool_load(self, op, flat, dist, w: int):
+    """A bool tile loaded in runs of w bytes, each byte then compared with 0 (`_bool_run`)."""
+    base, offsets, mask, other = op.operands
+    n = dist.num_registers
+    hints, policy = _hints(op, _I8())
+    offs, masks = (elements(self.value(v), n) for v in (offsets, mask))
+    others = [arith.extui(_I8(), o) for o in elements(self.value(other), n)]
+    address = predicated_access.ByteAddress(flat, _I8())
+    addresses = run_addresses(self, dist, offsets, offs, w, address)
+    zero = arith.ConstantOp(_I8(), 0).result
+    out = []
+    for r in range(0, n, w):
+        got = predicated_access.load(addresses[r], masks[r], from_elements(others[r : r + w], _I8()), w, _I8(),
+                                     False, hints, policy)
+        out.extend(arith.cmpi(arith.CmpIPredicate.ne, b, zero) for b in elements(got, w))
+    self.map[op.results[0]] = from_elements(out, ir.IntegerType.get_signless(1))
+
+
+def _bool_store(self, op, flat, dist, w: int):
+    """A bool tile stored as bytes in runs of w (`_bool_run`)."""
+    base, offsets, value, mask = op.operands
+    n = dist.num_registers
+    hints, policy = _hints(op, _I8())
+    offs, masks = (elements(self.value(v), n) for v in (offsets, mask))
+    vals = [arith.extui(_I8(), v) for v in elements(self.value(value), n)]
+    address = predicated_access.ByteAddress(flat, _I8())
+    addresses = run_addresses(self, dist, offsets, offs, w, address)
+    for r in range(0, n, w):
+        predicated_access.store(addresses[r], masks[r], from_elements(vals[r : r + w], _I8()), w, _I8(), hints, policy)
+
+
 @lowering("tile.load", target="gpu")
 def op_tile_load(self, op):
     base, offsets, mask, other = op.operands
@@ -125,6 +173,8 @@ def op_tile_load(self, op):
         return
     dist = self.dist(op.results[0])
     n = dist.num_registers
+    if w := _bool_run(self, dist, offsets, mask, base):
+        return _bool_load(self, op, flat, dist, w)
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
     whole_words = predicated_access.supported(w, elem)
     w = w if whole_words or hints is None else 1  # (hinted runs of less than a word: an element at a time)
@@ -170,6 +220,8 @@ def op_tile_store(self, op):
         return
     dist = self.dist(value)
     n = dist.num_registers
+    if w := _bool_run(self, dist, offsets, mask, base):
+        return _bool_store(self, op, flat, dist, w)
     w = run_width(self, dist, offsets, mask, elem, _base_aligned(self, base))
     # A tensor-core kernel's epilogue with a run-time bound (a grouped GEMM's N): vector stores, with
     # the elements of a cut run one by one; element by element everywhere, its addresses spilled.
