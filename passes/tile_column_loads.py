@@ -34,35 +34,84 @@ from mlir import ir
 
 from ..dialects import tile_ops
 from ..dialects.layout import element_bits
-from .block_access import unit_stride_axis
+from .axis_info import AxisInfo
+from .fp8_dots import column_major_load, is_fp8_dot, is_int8_dot
+from .index_values import is_elementwise
 from .registry import register_pass
-from .tile_trans_loads import load_transposed, transposed
+from .tile_trans_loads import transposed
 from .walk import collect, in_loop
 
 
-def _column_major(op, data) -> bool:
-    """A 2-D access of 8- to 32-bit elements whose offsets step by one down dim 0."""
+def _two_d(data) -> bool:
+    """A 2-D tile of 8- to 32-bit elements (not bools: those go a byte at a time either way)."""
     if not isinstance(data.type, ir.RankedTensorType):
         return False  # (a scalar access)
     t = ir.RankedTensorType(data.type)
-    return t.rank == 2 and 8 <= element_bits(t.element_type) <= 32 and unit_stride_axis(op.operands[1]) == 0
+    return t.rank == 2 and 8 <= element_bits(t.element_type) <= 32 and str(t.element_type) != "i1"
 
 
-def _read_by_looped_dot(load) -> bool:
-    """Whether a dot reads the load (or its transpose) in a loop: `tile-pipeline`'s copies."""
-    users = [u.owner for u in load.results[0].uses]
-    users += [u.owner for t in users if t.name == "tile.trans" for u in t.results[0].uses]
-    return in_loop(load) and any(u.name == "tile.dot" for u in users)
+def _dots_reading(v, depth: int = 0) -> list:
+    """The dots that read v, directly or through transposes and elementwise ops (a conversion:
+    a float8 weight widened for a 16-bit dot)."""
+    out = []
+    for use in v.uses:
+        op = use.owner
+        if op.name == "tile.dot":
+            out.append(op)
+        elif depth < 3 and (op.name == "tile.trans" or is_elementwise(op)) and len(op.results) == 1:
+            out += _dots_reading(op.results[0], depth + 1)
+    return out
 
 
-def store_transposed(store) -> None:
-    """store(transposed offsets, trans(value), transposed mask)."""
+def _left_to_the_dots(load) -> bool:
+    """Whether a dot in a loop reads the load where `tile-pipeline` copies it transposed (a
+    column-major block), or an 8-bit dot does (`tile-fp8-dots` lays those out)."""
+    dots = _dots_reading(load.results[0])
+    return bool(dots) and in_loop(load) and (column_major_load(load.results[0])
+                                              or any(is_fp8_dot(d) or is_int8_dot(d) for d in dots))
+
+
+def _transposed_access(op, operands: list, axis: AxisInfo):
+    """The access's offsets and the other index operands (mask, `other`) transposed, built before
+    `op`, where axis analysis finds the offsets consecutive down dim 0 but not along the rows
+    and the transposed offsets consecutive along their rows; else None (and nothing built)."""
+    offsets = operands[0]
+    if axis(offsets).contiguity > 1:
+        return None
     memo: dict = {}
+    with ir.InsertionPoint(op), op.location:
+        out = [transposed(v, [1, 0], memo) for v in operands]
+    if axis(out[0]).contiguity > 1:
+        return out
+    for v in reversed(list(memo.values())):  # (built children first: erased parents first)
+        if not isinstance(v.owner, ir.Block) and not list(v.uses):
+            v.owner.erase()
+    return None
+
+
+def load_transposed(load, axis: AxisInfo) -> None:
+    """load(offsets, mask, other) -> trans(load(offsets^T, mask^T, other^T)), where it pays."""
+    got = _transposed_access(load, list(load.operands)[1:], axis)
+    if got is None:
+        return
+    with ir.InsertionPoint(load), load.location:
+        loaded = tile_ops.load(load.operands[0], *got)
+        back = tile_ops.trans(loaded, [1, 0])
+    for name in load.attributes:  # (its cache hints)
+        loaded.owner.attributes[name] = load.attributes[name]
+    load.results[0].replace_all_uses_with(back)
+    load.erase()
+
+
+def store_transposed(store, axis: AxisInfo) -> None:
+    """store(offsets, value, mask) -> store(offsets^T, trans(value), mask^T), where it pays."""
     base, offsets, value, mask = store.operands
+    got = _transposed_access(store, [offsets, mask], axis)
+    if got is None:
+        return
     with ir.InsertionPoint(store), store.location:
-        stored = tile_ops.store(base, transposed(offsets, [1, 0], memo), tile_ops.trans(value, [1, 0]),
-                                transposed(mask, [1, 0], memo))
-    for name in store.attributes:  # (its cache hints)
+        stored = tile_ops.store(base, got[0], tile_ops.trans(value, [1, 0]), got[1])
+    for name in store.attributes:
         stored.attributes[name] = store.attributes[name]
     store.erase()
 
@@ -71,12 +120,10 @@ def store_transposed(store) -> None:
 @dataclass
 class TileColumnLoads:
     def run(self, module_op):
+        axis = AxisInfo()
         for op in collect(module_op, ("tile.load", "tile.store")):
-            if op.name == "tile.load" and _column_major(op, op.results[0]) and not _read_by_looped_dot(op):
-                several = len(list(op.results[0].uses)) > 1
-                back = load_transposed(op)  # (which replaces a load read once)
-                if several:
-                    op.results[0].replace_all_uses_with(back)
-                    op.erase()
-            elif op.name == "tile.store" and _column_major(op, op.operands[2]):
-                store_transposed(op)
+            if op.name == "tile.load" and _two_d(op.results[0]) and list(op.results[0].uses) \
+                    and not _left_to_the_dots(op):
+                load_transposed(op, axis)
+            elif op.name == "tile.store" and _two_d(op.operands[2]):
+                store_transposed(op, axis)

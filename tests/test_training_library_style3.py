@@ -17,9 +17,10 @@ masks bit for bit), and it compiles for sm_90a at a model's sizes beside Triton'
 twin. What that found: `libdevice.llrint` missing (added, with the other float-to-integer
 conversions); mamba's chunk state a verifier error in tile-pipeline (a column-major block's bound
 computed in the loop, read from inside a fusion group by the copies ahead: fixed); a bool tile
-stored one byte at a time (fixed: whole words); 16-bit rows moved 8 bytes at a time beside f32
-ones, k-major and interleaved tiles element by element, an epilogue's scale vectors through
-shared memory (strict xfails)."""
+stored one byte at a time (fixed: whole words); k-major tiles (the decode's keys, mamba's dt)
+element by element (fixed: `tile-column-loads`); 16-bit rows moved 8 bytes at a time beside f32
+ones, interleaved tiles element by element, an epilogue's scale vectors through shared memory
+(strict xfails)."""
 
 import functools
 import os
@@ -1251,17 +1252,16 @@ ONE_LAYOUT_A_SHAPE = pytest.mark.xfail(strict=True, reason=(
     "memory op of that shape moves (`layouts_by_shape`: the f32 residual kept beside the row, or the f16 "
     "input beside the int8 output), where Triton's coalesce pass sizes each access's layout by its own "
     "element and converts layouts between (tests/test_training_library_style2.py, layer_norm_backward)"))
+QUERY_BESIDE_F32 = pytest.mark.xfail(strict=True, reason=(
+    "the decode's queries ([16, 128] bf16) load 8 bytes at a time (`ld.global.v2.b32`) where Triton's "
+    "compile loads 16: their shape is the f32 accumulator's, stored to Mid_O, and one layout a shape is "
+    "sized by the widest element (ONE_LAYOUT_A_SHAPE). The keys, read as K^T down dim 0, load 16 bytes "
+    "(`tile-column-loads`) into cp.async rings: 168 registers where they went one element at a time at 252"))
 ROW_A_WARP = pytest.mark.xfail(strict=True, reason=(
     "the [64, 64] f32 state's initial and final values move 8 bytes at a time where Triton's compile moves "
     "16: tile-assign-layouts' `_row_broadcast_shapes` gives the state a row a warp (2 a lane at one warp) "
     "since k[:, None] and q[:, None] are broadcast into it, keeping those broadcasts in registers (168 "
     "registers where Triton's compile takes 255); tests/test_training_library_style.py's ROW_A_WARP"))
-K_MAJOR = pytest.mark.xfail(strict=True, reason=(
-    "a tile contiguous along dim 0 loads element by element where Triton's compile vectorizes along that dim: "
-    "the decode's keys read as K^T (`offs_d[:, None]` the unit-stride dim: 64 `ld.global.b16` a thread, and the "
-    "loop not pipelined, 252 registers against Triton's 64 with its cp.async rings), mamba's dt read as "
-    "[heads, steps] with the heads unit-stride (`ld.global.b32` against `v4.b32`): tile-assign-layouts' blocked "
-    "layouts put a thread's elements along the last dim only (tests/test_training_library_style2.py's K_MAJOR)"))
 INTERLEAVE = pytest.mark.xfail(strict=True, reason=(
     "the packed NF4 bytes load one `ld.global.b8` at a time (8 a thread) where Triton's compile loads them as "
     "one `ld.global.v2.b32`: `tile.interleave` lowers through a [BLOCK, 2] tile whose default layout holds "
@@ -1275,7 +1275,7 @@ SCALE_VECTORS = pytest.mark.xfail(strict=True, reason=(
     "in an innermost loop, not for an epilogue's"))
 XFAILS = {"layer_norm_fwd": ONE_LAYOUT_A_SHAPE, "rms_norm_fwd": ONE_LAYOUT_A_SHAPE, "layer_norm_bwd": ONE_LAYOUT_A_SHAPE,
           "rms_norm_bwd": ONE_LAYOUT_A_SHAPE, "quantize_rowwise": ONE_LAYOUT_A_SHAPE, "fused_recurrent": ROW_A_WARP,
-          "decode_stage1": K_MAJOR, "decode_stage1_logit_cap": K_MAJOR, "chunk_cumsum": K_MAJOR,
+          "decode_stage1": QUERY_BESIDE_F32, "decode_stage1_logit_cap": QUERY_BESIDE_F32,
           "dequantize_nf4": INTERLEAVE, "int8_scaled_matmul": SCALE_VECTORS}
 
 

@@ -50,8 +50,8 @@ func.func @column_major_load(%x: !buf, %y: !buf, %ld: i32) {
 // CHECK-LABEL: func.func @column_major_store
 // CHECK-SAME: (%[[Y:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[V:.*]]: tensor<64x32xf32>, %[[LD:.*]]: i32, %[[N:.*]]: i32)
 // CHECK: %[[OFFS:.*]] = arith.addi %{{.*}}, %{{.*}} : tensor<32x64xi32>
-// CHECK: %[[VT:.*]] = "tile.trans"(%[[V]]) {permutation = array<i32: 1, 0>} : (tensor<64x32xf32>) -> tensor<32x64xf32>
 // CHECK: %[[MASK:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : tensor<32x64xi32>
+// CHECK: %[[VT:.*]] = "tile.trans"(%[[V]]) {permutation = array<i32: 1, 0>} : (tensor<64x32xf32>) -> tensor<32x64xf32>
 // CHECK: "tile.store"(%[[Y]], %[[OFFS]], %[[VT]], %[[MASK]]) : ({{.*}}, tensor<32x64xi32>, tensor<32x64xf32>, tensor<32x64xi1>) -> ()
 func.func @column_major_store(%y: !buf, %v: tensor<64x32xf32>, %ld: i32, %n: i32) {
   %rm = "tile.arange"() {start = 0 : i32, end = 64 : i32} : () -> tensor<64xi32>
