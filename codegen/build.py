@@ -111,8 +111,10 @@ def build(kernel, signature, target: str, options: dict, keep_dumps: bool, edits
     with ctx, ir.Location.unknown():
         # device_assert: checked on the CPU target; on a GPU with TILE_DEBUG=1 or @tile.jit(debug=True)
         asserts = target == "cpu" or bool(options.get("debug"))
+        # (f32 dots naming no precision: tf32 on a GPU, Triton's default there; exact on the CPU, as its interpreter)
         module = emit_kernel(kernel._parsed, namespace(kernel.fn), kernel.name, signature, asserts=asserts,
-                             bounds=bool(options.get("debug")))  # (TILE_DEBUG=1: every access checked)
+                             bounds=bool(options.get("debug")),  # (TILE_DEBUG=1: every access checked)
+                             f32_precision="ieee" if target == "cpu" else "tf32")
         if target != "cpu" and not _tensor_core_dots(module, options["num_warps"]):
             options = {**options, "codegen": "linalg"}  # (exact f32 dots, small tiles) no tensor-core path
             for op, what in (("tile.print", "device_print"), ("tile.barrier", "debug_barrier"),

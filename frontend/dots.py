@@ -13,9 +13,16 @@ K: its sums wrap modulo 2^32 only past 2^31, as torch's int32 matmul does.
 The accumulator follows Triton's rules (`triton/language/semantic.py`, `dot`): `out_dtype`
 is the accumulator's dtype (float32 without one), an `acc` must be of it, and int8 operands
 give int32. An f16 one is summed in f32 each dot (`_emit`).
+
+f32 operands without `input_precision` take Triton's default for the target (`F32_DEFAULT`, set
+by `emit_kernel`): tf32 on a GPU, whose tensor cores then multiply them, as Triton's dots do
+there; exact on the CPU, as Triton's interpreter multiplies them. `input_precision="ieee"`
+(or `allow_tf32=False`) keeps a GPU dot exact, and `"tf32"` rounds a CPU one.
 """
 
 from __future__ import annotations
+
+import contextvars
 
 from ..dialects import tile_ops
 from . import dtypes, semantics
@@ -26,6 +33,8 @@ from .semantics import SemanticError, constant
 from .values import Tile
 from .values import describe as _describe
 
+# f32 operands' precision where a dot names none: "tf32" for a GPU target, "ieee" for the CPU
+F32_DEFAULT = contextvars.ContextVar("tile_f32_dot_precision", default="ieee")
 MIN_K_8BIT = 32  # (Triton's `min_dot_size` for 8-bit operands on NVIDIA; one k32 tensor-core step)
 
 
@@ -51,7 +60,7 @@ def _dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecis
         raise SemanticError(f"dot takes float32, float16, bfloat16, float8 or int8 operands, got {a.dtype!r} operands")
     acc = dot_accumulator(a, b, acc, out_dtype, (float32, float16) if a.dtype == float16 else (float32,))
     # As in Triton, the precision applies to f32 operands; 16-bit ones are exact already.
-    return _emit(a, b, acc, tf32=input_precision == "tf32" and a.dtype == float32)
+    return _emit(a, b, acc, tf32=(input_precision or F32_DEFAULT.get()) == "tf32" and a.dtype == float32)
 
 
 def _check_precision(input_precision):

@@ -252,19 +252,22 @@ def _inline(helper, args, kwargs):
 
 
 def emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list, asserts: bool = True,
-                bounds: bool = False) -> ir.Module:
-    """Build `func.func @name` for one specialization (`asserts`: device_assert checks, else none).
+                bounds: bool = False, f32_precision: str = "ieee") -> ir.Module:
+    """Build `func.func @name` for one specialization (`asserts`: device_assert checks, else none;
+    `f32_precision`: f32 dots' where they name none, `dots.F32_DEFAULT`).
 
     `signature` lists (param name, kind, detail): kind "tensor" with (dtype, rank) or (dtype, rank, "wide"),
     "scalar" with a dtype, "one" (an int argument equal to 1: still passed, but
     folded as the constant 1, as Triton specializes), or "constexpr" with the Python value.
     """
     token, checks = device_assert.ENABLED.set(asserts), bounds_check.ENABLED.set(bounds)
+    precision = dots.F32_DEFAULT.set(f32_precision)
     try:
         return _emit_kernel(parsed, globals_, name, signature)
     finally:
         device_assert.ENABLED.reset(token)
         bounds_check.ENABLED.reset(checks)
+        dots.F32_DEFAULT.reset(precision)
 
 
 def _emit_kernel(parsed: ParsedFunction, globals_: dict, name: str, signature: list) -> ir.Module:

@@ -530,8 +530,8 @@ def cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
 @_builtin
 def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
     """(M, K) @ (K, N) + acc, accumulated in f32 (out_dtype float32). f32 operands are multiplied
-    exactly ("ieee", the default) or, with input_precision="tf32", rounded to tf32 first, which
-    puts them on the tensor cores of a GPU. 16-bit operands are exact either way (as in
+    exactly ("ieee") or rounded to tf32 first ("tf32"), which puts them on the tensor cores of a
+    GPU; without input_precision (or allow_tf32), Triton's default: tf32 on a GPU, exact on the CPU. 16-bit operands are exact either way (as in
     Triton, the precision is then ignored). float8 operands (e4m3, e5m2, one of each) go to
     sm_90a's float8 wgmma, elsewhere widened to f16 exactly. f16 and float8 operands take an
     f16 accumulator too (out_dtype=float16). int8 operands accumulate in int32, exactly
