@@ -38,6 +38,7 @@ from .axis_info import AxisInfo
 from .fp8_dots import column_major_load, is_fp8_dot, is_int8_dot
 from .index_values import is_elementwise
 from .registry import register_pass
+from .tile_fuse import K_MAJOR_B
 from .tile_trans_loads import transposed
 from .walk import collect, in_loop
 
@@ -89,6 +90,21 @@ def _transposed_access(op, operands: list, axis: AxisInfo):
     return None
 
 
+def _b_read_in_place(v) -> None:
+    """Mark the dot that alone reads v, a transpose of a row-major load, as its B: a 16-bit
+    dot in a loop, which then reads the load's ring slot in place (K-major, wgmma's
+    descriptor or ldmatrix), as `tile-k-major-loads` marks the B it transposes. Without the
+    mark the transpose of a gathered B (a paged cache's K^T or V, tokens down dim 0) went
+    from its ring slot to registers and through shared memory again, a step: 255 registers
+    and spills in vLLM's prefix-prefill at head dim 128."""
+    users = list(v.uses)
+    if len(users) != 1 or users[0].owner.name != "tile.dot" or users[0].operand_number != 1:
+        return
+    dot = users[0].owner
+    if not is_fp8_dot(dot) and element_bits(ir.RankedTensorType(v.type).element_type) == 16 and in_loop(dot):
+        dot.attributes[K_MAJOR_B] = ir.UnitAttr.get()
+
+
 def load_transposed(load, axis: AxisInfo) -> None:
     """load(offsets, mask, other) -> trans(load(offsets^T, mask^T, other^T)), where it pays."""
     got = _transposed_access(load, list(load.operands)[1:], axis)
@@ -101,6 +117,7 @@ def load_transposed(load, axis: AxisInfo) -> None:
         loaded.owner.attributes[name] = load.attributes[name]
     load.results[0].replace_all_uses_with(back)
     load.erase()
+    _b_read_in_place(back)
 
 
 def store_transposed(store, axis: AxisInfo) -> None:
@@ -116,11 +133,26 @@ def store_transposed(store, axis: AxisInfo) -> None:
     store.erase()
 
 
+def _argument_divisibility(module_op, divisible_args: str) -> dict:
+    """{kernel argument: 16} for the ints the launch's specialization found multiples of 16:
+    `(pid * BM + arange(BM)) % M` keeps runs of 16 only where M is known such (the tutorial
+    GEMM's wrapped rows, down dim 0 of a column-major A), as `convert-tile-to-gpu` knows it."""
+    indices = {int(i) for i in divisible_args.split(",") if i}
+    out = {}
+    for fn in collect(module_op, ("func.func",)):
+        if fn.regions[0].blocks:
+            args = list(fn.regions[0].blocks[0].arguments)
+            out.update({args[i]: 16 for i in indices if i < len(args)})
+    return out
+
+
 @register_pass("tile-column-loads")
 @dataclass
 class TileColumnLoads:
+    divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
+
     def run(self, module_op):
-        axis = AxisInfo()
+        axis = AxisInfo(_argument_divisibility(module_op, self.divisible_args))
         for op in collect(module_op, ("tile.load", "tile.store")):
             if op.name == "tile.load" and _two_d(op.results[0]) and list(op.results[0].uses) \
                     and not _left_to_the_dots(op):
