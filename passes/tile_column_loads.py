@@ -38,7 +38,7 @@ from .axis_info import AxisInfo
 from .fp8_dots import column_major_load, is_fp8_dot, is_int8_dot
 from .index_values import is_elementwise
 from .registry import register_pass
-from .tile_fuse import K_MAJOR_B
+from .tile_fuse import K_MAJOR_B, M_MAJOR_A
 from .tile_trans_loads import transposed
 from .walk import collect, in_loop
 
@@ -90,19 +90,20 @@ def _transposed_access(op, operands: list, axis: AxisInfo):
     return None
 
 
-def _b_read_in_place(v) -> None:
-    """Mark the dot that alone reads v, a transpose of a row-major load, as its B: a 16-bit
-    dot in a loop, which then reads the load's ring slot in place (K-major, wgmma's
-    descriptor or ldmatrix), as `tile-k-major-loads` marks the B it transposes. Without the
-    mark the transpose of a gathered B (a paged cache's K^T or V, tokens down dim 0) went
-    from its ring slot to registers and through shared memory again, a step: 255 registers
-    and spills in vLLM's prefix-prefill at head dim 128."""
+def _read_in_place(v) -> None:
+    """Mark the dot that alone reads v, a transpose of a row-major load, where it is a 16-bit
+    dot in a loop: as its B (`k_major_b`, as `tile-k-major-loads` marks the B it transposes)
+    or its A (`m_major_a`); it then reads the load's ring slot in place (wgmma's descriptors,
+    ldmatrix). Without the mark the transpose went from its ring slot to registers and
+    through shared memory again, a step: a paged cache's K^T in vLLM's prefix-prefill at head
+    dim 128, 255 registers and spills (209 with it); A = X.T in a GEMM, 196 registers (the
+    column-major A's, 122 as Triton's)."""
     users = list(v.uses)
-    if len(users) != 1 or users[0].owner.name != "tile.dot" or users[0].operand_number != 1:
+    if len(users) != 1 or users[0].owner.name != "tile.dot" or users[0].operand_number not in (0, 1):
         return
     dot = users[0].owner
     if not is_fp8_dot(dot) and element_bits(ir.RankedTensorType(v.type).element_type) == 16 and in_loop(dot):
-        dot.attributes[K_MAJOR_B] = ir.UnitAttr.get()
+        dot.attributes[M_MAJOR_A if users[0].operand_number == 0 else K_MAJOR_B] = ir.UnitAttr.get()
 
 
 def load_transposed(load, axis: AxisInfo) -> None:
@@ -117,7 +118,7 @@ def load_transposed(load, axis: AxisInfo) -> None:
         loaded.owner.attributes[name] = load.attributes[name]
     load.results[0].replace_all_uses_with(back)
     load.erase()
-    _b_read_in_place(back)
+    _read_in_place(back)
 
 
 def store_transposed(store, axis: AxisInfo) -> None:

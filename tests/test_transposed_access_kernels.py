@@ -650,14 +650,39 @@ def memory_forms(ptx):
     return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
 
 
-XFAILS = {}
+def cp_async_16(ptx) -> bool:
+    """Whether the PTX copies global memory to shared 16 bytes at a time (`cp.async`)."""
+    return re.search(r"cp\.async\.c[ag]\.shared\.global(?:\.L2::\w+)? \[[^]]+\], \[[^]]+\], 16", ptx) is not None
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in sm90_cases()])
-def test_compiles_for_sm90a(name, gpu_target):
-    """No spills where Triton's compile of the twin has none, and no more where it has some; the
-    same global load and store instructions as Triton's."""
-    gpu_target("sm_90a")
+# Where tile's instructions differ from Triton's and move as much: the query block of the prefill,
+# which tile stages into shared memory once with 16-byte cp.async (`invariant_operands.py`, a wgmma
+# operand loaded before the loop) where Triton's compile loads it with `ld.global.v4.b32`; the
+# column sums, which tile stores 16 bytes a thread where Triton's compile stores 4.
+Q_STAGED = {"ld.global.v4.b32": None}
+DIFFERS = {"prefix_prefill_d128": Q_STAGED, "prefix_prefill_d80": Q_STAGED, "prefix_prefill_d64": Q_STAGED,
+           "column_sum": {"st.global.b32": "st.global.v4.b32"}}
+
+ONE_LAYOUT_A_SHAPE = pytest.mark.xfail(strict=True, reason=(
+    "16-bit tiles move 8 bytes a thread where Triton's compile moves 16: tile-assign-layouts gives all tiles "
+    "of one shape one blocked layout, sized by the widest element a memory op of that shape moves "
+    "(`layouts_by_shape`): the batched transpose's bf16 input beside its f32 output (64 x 64 both), the "
+    "gram kernel's f16 x, dy and dx beside its f32 products; Triton's coalesce pass sizes each access's "
+    "layout by its own element and converts between (tests/test_training_library_style3.py's)"))
+EIGHT_BIT_SHAPES = pytest.mark.xfail(strict=True, reason=(
+    "an int8 64 x 64 transpose moves 4 bytes a thread where Triton's compile moves 16: "
+    "tile-assign-layouts' `layouts_by_shape` leaves 8-bit memory ops out of a shape's width, so a shape "
+    "only int8 tiles have takes the 32-bit default (4 elements a thread)"))
+XFAILS = {"batched_transpose_scale": ONE_LAYOUT_A_SHAPE, "block_gram_bwd": ONE_LAYOUT_A_SHAPE,
+          "transpose_int8": EIGHT_BIT_SHAPES}
+
+
+def _compare(name, capability, gpu_target):
+    """tile's compile of case `name` for sm_90a (capability 90) or sm_80 beside Triton's of the
+    twin: no spills where Triton's has none, no more where it has some; the same global load and
+    store instructions but where DIFFERS says (and, for a load Triton has that tile stages, tile
+    copies with 16-byte cp.async)."""
+    gpu_target("sm_90a" if capability == 90 else f"sm_{capability}")
     kernel, args, meta = sm90_cases()[name]
     launcher = kernel.compile(*args, **meta)
     info = launcher.metadata["ptxas"]
@@ -665,9 +690,21 @@ def test_compiles_for_sm90a(name, gpu_target):
     pytest.importorskip("triton")
     meta = dict(meta)
     stages = meta.pop("num_stages", 1)
-    theirs = triton_sm90(getattr(_twin(), kernel.name), list(args), meta, num_stages=stages)
-    print(name, info, {k: theirs[k] for k in ("registers", "spill_stores", "spill_loads", "shared")})
-    print(" tile  ", sorted(forms))
-    print(" triton", sorted(memory_forms(theirs["ptx"])))
+    theirs = triton_sm90(getattr(_twin(), kernel.name), list(args), meta, num_stages=stages, capability=capability)
     assert info["spill_stores"] <= theirs["spill_stores"] and info["spill_loads"] <= theirs["spill_loads"], (info, theirs)
-    assert forms == memory_forms(theirs["ptx"]), (forms, memory_forms(theirs["ptx"]))
+    differs = DIFFERS.get(name, {}) if capability == 90 else {}  # (sm_80: no wgmma, Q loaded as Triton's)
+    want = {differs.get(f, f) for f in memory_forms(theirs["ptx"])} - {None}
+    assert forms == want, (forms, memory_forms(theirs["ptx"]))
+    if None in differs.values():
+        assert cp_async_16(launcher.asm["ptx"])
+    return info, theirs
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=XFAILS[n]) if n in XFAILS else n for n in sm90_cases()])
+def test_compiles_for_sm90a(name, gpu_target):
+    _compare(name, 90, gpu_target)
+
+
+@pytest.mark.parametrize("name", ["prefix_prefill_d64", "prefix_prefill_d128", "paged_decode_x_split", "matmul_a_cols", "transpose_bf16"])
+def test_compiles_for_sm80(name, gpu_target):
+    _compare(name, 80, gpu_target)
