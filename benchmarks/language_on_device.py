@@ -1,6 +1,7 @@
 """The GPU half of the language's tests (tests/test_math_functions.py, test_trans.py,
 test_reductions.py, test_builtins.py, test_random.py, test_while_loops.py,
-test_device_print.py, test_atomics.py, test_memory_hints.py, test_scans.py): their kernels built on the CPU machine for sm_90a, then run on
+test_device_print.py, test_atomics.py, test_memory_hints.py, test_scans.py,
+test_tile_column_loads.py): their kernels built on the CPU machine for sm_90a, then run on
 the GPU and checked against torch.
 
     TILE_TARGET=sm_90a TILE_COMPILE_ONLY=1 python3 benchmarks/language_on_device.py --compile-only
@@ -32,6 +33,7 @@ from test_memory_hints import _run as hinted_copy  # noqa: E402
 from test_random import dropout_kernel, philox_reference, random_kernel, uniform_reference  # noqa: E402
 from test_reductions import arg_kernel, reductions_kernel  # noqa: E402
 from test_scans import DEVICE_CASES as SCAN_CASES  # noqa: E402
+from test_tile_column_loads import _block_ptr_columns, _column_store, _transpose_scale  # noqa: E402
 from test_trans import dot_trans_kernel, loop_dot_trans_kernel, permute_kernel, trans_kernel  # noqa: E402
 from test_while_loops import dot_while_kernel, halving_kernel  # noqa: E402
 
@@ -73,6 +75,25 @@ def main() -> int:
         c = torch.empty(128, 128, device=device)
         loop_dot_trans_kernel[(1,)](a.to(device), b.to(device), c, 200, M=128, N=128, BK=32, num_stages=stages)
         check(f"loop dot(a, b.T), K tail, {stages} stages", c, a.float() @ b.float().T, rtol=1e-3, atol=1e-3)
+
+    # tiles contiguous down dim 0, loaded and stored as transposes of row-major accesses (tile-column-loads)
+    M, N, BM, BN = 77, 45, 32, 16
+    grid = (-(-M // BM), -(-N // BN))
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(N, M + 3, generator=g).to(dtype)[:, :M]
+        y = torch.empty(M, N, dtype=dtype, device=device)
+        _transpose_scale[grid](x.to(device), y, M, N, M + 3, N, BM=BM, BN=BN)
+        check(f"column-major load {dtype}", y, (x.T.float() * 2).to(dtype), rtol=0, atol=0)
+        x = torch.randn(M, N, generator=g).to(dtype)
+        y = torch.zeros(N, M + 5, dtype=dtype, device=device)
+        _column_store[grid](x.to(device), y, M, N, N, M + 5, BM=BM, BN=BN)
+        check(f"column-major store {dtype}", y, torch.nn.functional.pad((x.float() + 1).to(dtype).T, (0, 5)), rtol=0, atol=0)
+    xt = torch.randn(N, M + 7, generator=g).bfloat16()[:, :M]
+    y, s = torch.empty(M, N, dtype=torch.bfloat16, device=device), torch.empty(grid[1], M, device=device)
+    _block_ptr_columns[grid](xt.to(device), y, s, M, N, M + 7, N, BM=BM, BN=BN)
+    check("block pointer of order (0, 1)", y, (xt.T.float() * 3).bfloat16(), rtol=0, atol=0)
+    padded = torch.nn.functional.pad(xt.T.float(), (0, grid[1] * BN - N))
+    check("block pointer of order (0, 1): row maxima", s, padded.reshape(M, grid[1], BN).amax(2).T, rtol=0, atol=0)
 
     x = torch.randn(32, 64, generator=g)
     outs = [torch.empty(n, device=device) for n in (1, 32, 64)]

@@ -132,6 +132,10 @@ class Blocked:
         # smaller than the block should not leave warps holding copies.
         share = max(1, total // (32 * num_warps))
         spt[inner] = max(1, min(shape[inner], 128 // elem_bits, share))
+        if rank > 1 and 1 < shape[inner] == spt[inner] < 128 // elem_bits:
+            # A short last dim (a join's pair) whole in a thread: rows next, so that a thread's
+            # elements are still 16 consecutive bytes (and the 1-D tiles joined, its slice, several).
+            spt[inner - 1] = max(1, min(shape[inner - 1], 128 // elem_bits // spt[inner], share // spt[inner]))
         lanes = 32
         for d in order:
             room = max(1, shape[d] // (spt[d] * tpw[d]))

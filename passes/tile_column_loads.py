@@ -44,11 +44,12 @@ from .walk import collect, in_loop
 
 
 def _two_d(data) -> bool:
-    """A 2-D tile of 8- to 32-bit elements (not bools: those go a byte at a time either way)."""
+    """A 2-D tile of 8- to 32-bit elements, neither dim 1 (not bools: those go a byte at a time either way)."""
     if not isinstance(data.type, ir.RankedTensorType):
         return False  # (a scalar access)
     t = ir.RankedTensorType(data.type)
-    return t.rank == 2 and 8 <= element_bits(t.element_type) <= 32 and str(t.element_type) != "i1"
+    return (t.rank == 2 and min(t.shape) > 1  # (an R x 1 column is a vector: its layout is the rows')
+            and 8 <= element_bits(t.element_type) <= 32 and str(t.element_type) != "i1")
 
 
 def _dots_reading(v, depth: int = 0) -> list:

@@ -72,3 +72,31 @@ def bad_split_kernel(x, N: tile.constexpr):
 def test_split_needs_a_last_dim_of_two():
     with pytest.raises(tile.CompilationError, match="split needs a tile whose last dim is 2, got shape \\[4\\]"):
         bad_split_kernel[(1,)](torch.zeros(4), N=4)
+
+
+@tile.kernel
+def _unpack_nibbles(packed, out, n, BLOCK: tile.constexpr):
+    """Each byte's high and low nibble, interleaved, as bf16."""
+    offs = tile.program_id(0) * BLOCK + tile.arange(0, BLOCK)
+    p = tile.load(packed + offs, mask=offs < n, other=0)
+    pairs = tile.interleave((p >> 4) & 0xF, p & 0xF).to(tile.float32)
+    o = tile.program_id(0) * 2 * BLOCK + tile.arange(0, 2 * BLOCK)
+    tile.store(out + o, pairs.to(tile.bfloat16), mask=o < 2 * n)
+
+
+def test_interleaved_operands_several_a_thread(gpu_target):
+    """The [BLOCK, 2] tile behind `interleave` holds 16 bytes a thread ([2, 2] f32: rows after its
+    short last dim), so its [BLOCK] operands, its slice, hold two: the packed bytes load two at a time
+    (they went one `ld.global.b8` each, a thread holding a single row of the pair tile)."""
+    import re
+
+    x = torch.randint(0, 256, (1000,), dtype=torch.uint8)
+    out = torch.empty(2000, dtype=torch.bfloat16)
+    _unpack_nibbles[(tile.cdiv(1000, 256),)](x, out, 1000, BLOCK=256)
+    want = torch.stack([x >> 4, x & 0xF], 1).reshape(-1).to(torch.bfloat16)
+    assert torch.equal(out, want)
+    gpu_target("sm_90a")
+    ptx = _unpack_nibbles.compile(torch.empty(1 << 20, dtype=torch.uint8, device="meta"),
+                                  torch.empty(1 << 21, dtype=torch.bfloat16, device="meta"), 1 << 20, BLOCK=1024).asm["ptx"]
+    loads = set(re.findall(r"\bld\.global[\w.:]*", ptx))
+    assert loads == {"ld.global.v2.b8"}, loads

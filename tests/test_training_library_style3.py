@@ -1263,11 +1263,11 @@ ROW_A_WARP = pytest.mark.xfail(strict=True, reason=(
     "since k[:, None] and q[:, None] are broadcast into it, keeping those broadcasts in registers (168 "
     "registers where Triton's compile takes 255); tests/test_training_library_style.py's ROW_A_WARP"))
 INTERLEAVE = pytest.mark.xfail(strict=True, reason=(
-    "the packed NF4 bytes load one `ld.global.b8` at a time (8 a thread) where Triton's compile loads them as "
-    "one `ld.global.v2.b32`: `tile.interleave` lowers through a [BLOCK, 2] tile whose default layout holds "
-    "1 x 2 a thread, and `_sliced_shapes` gives its [BLOCK] operands (the bytes, their nibbles, the scales) "
-    "that tile's slice, one element a thread, where Triton's join keeps its operands' layout and adds the "
-    "new dim in registers"))
+    "the packed NF4 bytes load two at a time (`ld.global.v2.b8`, 4 a thread) where Triton's compile loads 8 "
+    "as one `ld.global.v2.b32`: `tile.interleave` goes through a [BLOCK, 2] f32 tile, 16 bytes a thread "
+    "([2, 2]: `Blocked.default` takes rows after a short last dim; it held 1 x 2, and the bytes went one "
+    "`ld.global.b8` at a time), and its [BLOCK] operands take that tile's slice, where Triton's join keeps "
+    "its operands' layout (sized by their own loads) and adds the new dim in registers"))
 SCALE_VECTORS = pytest.mark.xfail(strict=True, reason=(
     "the int8 GEMM's column scales load once a thread (`ld.global.b32`) and reach the wgmma accumulator's "
     "columns through shared memory, where Triton's compile loads them where the accumulator holds its "
