@@ -22,7 +22,10 @@ blocked layout in the column order and a layout conversion. The offsets, mask an
 are index values, rebuilt transposed by `tile-trans-loads`' `transposed`.
 
 Not here: a dot operand in a loop, which `tile-pipeline` copies transposed into its ring
-(`transposed_copies.py`) or `tile-k-major-loads` already rewrote. Our own pass: upstream
+(`transposed_copies.py`) or `tile-k-major-loads` already rewrote. A transposed load that a 16-bit dot
+in a loop reads alone, as its A or B, marks the dot (`m_major_a`, `k_major_b`): it reads the
+load's ring slot in place. Kernel arguments the launch found multiples of 16 (`divisible-args`)
+let `x % M` keep its runs. Our own pass: upstream
 has no tile loads.
 """
 
