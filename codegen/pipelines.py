@@ -70,8 +70,10 @@ def tile_opt(options: dict) -> list[str]:
     pipelined = distributed and options.get("num_stages", 1) > 1
     fp8 = f"tile-fp8-dots{{num-warps={options['num_warps']}{wgmma + ' mma=1' if distributed else ''}}}"
     # (before tile-fuse, the last)
+    divisible = options.get("divisible_args", "")
+    column_loads = "tile-column-loads" + (f"{{divisible-args={divisible}}}" if divisible else "")
     passes = TILE_OPT[:-1] + ["tile-trans-loads"] * pipelined + [fp8] + ["tile-k-major-loads"] * pipelined \
-        + ["tile-column-loads"] * distributed + TILE_OPT[-1:]
+        + [column_loads] * distributed + TILE_OPT[-1:]
     passes.append(f"tile-assign-layouts{{num-warps={options['num_warps']}{wgmma}}}")
     if pipelined:
         divisible, tma = options.get("divisible_args", ""), ""

@@ -128,8 +128,13 @@ class AxisInfo:
             s = self(src)
             if _last(src) == n:
                 return s
-            if _last(src) == 1:  # the last dim is new: every run along it is constant
+            if _last(src) == 1 and name == "tile.broadcast":  # the last dim is new: every run along it is constant
                 return Info(1, s.divisibility, n)
+            if n == 1 or _last(src) == 1:
+                # A reshape to or from a last dim of 1 (`v[:, None]`): each element is a run of its
+                # own, a multiple of p where every element of v was (runs of one: contiguity 1), as
+                # a paged cache's `block * stride + slot * stride` summed before `[None, :]` is.
+                return Info(1, s.divisibility if s.contiguity == 1 or _last(src) == 1 else 1, 1)
             return Info(1, 1, 1)
         if name == "tile.trans":  # runs along the last dim survive only where it stays last
             perm = list(ir.DenseI32ArrayAttr(op.attributes["permutation"]))

@@ -11,7 +11,7 @@ from mlir import ir
 from ..dialects.layout import Wgmma, element_bits, encoding_of
 from .invariant_operands import DOT_OPERANDS
 from .loop_slice import inside
-from .tile_fuse import read_in_place_b
+from .tile_fuse import read_in_place
 
 
 def _in_ring(v, loads, loop) -> bool:
@@ -20,7 +20,7 @@ def _in_ring(v, loads, loop) -> bool:
     if isinstance(v.owner, ir.Block):
         return False
     op = v.owner.operation
-    if op.name == "tile.trans" and read_in_place_b(v):  # (a B read in place through it: fp8_dots.py, tile_k_major_loads.py)
+    if op.name == "tile.trans" and read_in_place(v):  # (an operand read in place through it: fp8_dots.py, tile_k_major_loads.py)
         return _in_ring(op.operands[0], loads, loop)
     return op in loads or op.name == "tile.local_load" and not inside(op, loop)
 

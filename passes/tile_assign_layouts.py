@@ -300,11 +300,20 @@ def _row_broadcast_shapes(ops, bits: dict, num_warps: int) -> dict:
         tensor<64x128xf32, #tile.blocked<[1, 4], [1, 32], [8, 1], [1, 0]>>
     """
     found = {}
+    # Index values (a mask's `offs_m[:, None] < M`, row offsets) any layout recomputes: their
+    # broadcasts need no slice in registers, and counting them gave a transpose's tiles, a
+    # column-major load's or store's, 8 bytes a thread where 16 fit (64 x 64 f32, int8: 2).
+    # But for the shapes a scan reads, which keep a row a warp (test_scans' recurrence
+    # spilled without it).
+    scanned = {tuple(ir.RankedTensorType(v.type).shape) for op in ops if op.name == "tile.scan"
+               for v in op.operands if isinstance(v.type, ir.RankedTensorType)}
     for op in ops:
         if op.name != "tile.broadcast":
             continue
         src, dst = (tuple(ir.RankedTensorType(v.type).shape) for v in (op.operands[0], op.results[0]))
         if len(dst) != 2 or src != (dst[0], 1) or dst[1] % 32:
+            continue
+        if dst not in scanned and index_only(op.operands[0]):
             continue
         width = bits.get(dst, 32)
         # (not below 8-byte vectors: 64 16-bit columns, 2 a lane, keep their 16-byte loads)

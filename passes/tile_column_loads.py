@@ -22,7 +22,10 @@ blocked layout in the column order and a layout conversion. The offsets, mask an
 are index values, rebuilt transposed by `tile-trans-loads`' `transposed`.
 
 Not here: a dot operand in a loop, which `tile-pipeline` copies transposed into its ring
-(`transposed_copies.py`) or `tile-k-major-loads` already rewrote. Our own pass: upstream
+(`transposed_copies.py`) or `tile-k-major-loads` already rewrote. A transposed load that a 16-bit dot
+in a loop reads alone, as its A or B, marks the dot (`m_major_a`, `k_major_b`): it reads the
+load's ring slot in place. Kernel arguments the launch found multiples of 16 (`divisible-args`)
+let `x % M` keep its runs. Our own pass: upstream
 has no tile loads.
 """
 
@@ -38,6 +41,7 @@ from .axis_info import AxisInfo
 from .fp8_dots import column_major_load, is_fp8_dot, is_int8_dot
 from .index_values import is_elementwise
 from .registry import register_pass
+from .tile_fuse import K_MAJOR_B, M_MAJOR_A
 from .tile_trans_loads import transposed
 from .walk import collect, in_loop
 
@@ -90,6 +94,22 @@ def _transposed_access(op, operands: list, axis: AxisInfo):
     return None
 
 
+def _read_in_place(v) -> None:
+    """Mark the dot that alone reads v, a transpose of a row-major load, where it is a 16-bit
+    dot in a loop: as its B (`k_major_b`, as `tile-k-major-loads` marks the B it transposes)
+    or its A (`m_major_a`); it then reads the load's ring slot in place (wgmma's descriptors,
+    ldmatrix). Without the mark the transpose went from its ring slot to registers and
+    through shared memory again, a step: a paged cache's K^T in vLLM's prefix-prefill at head
+    dim 128, 255 registers and spills (209 with it); A = X.T in a GEMM, 196 registers (the
+    column-major A's, 122 as Triton's)."""
+    users = list(v.uses)
+    if len(users) != 1 or users[0].owner.name != "tile.dot" or users[0].operand_number not in (0, 1):
+        return
+    dot = users[0].owner
+    if not is_fp8_dot(dot) and element_bits(ir.RankedTensorType(v.type).element_type) == 16 and in_loop(dot):
+        dot.attributes[M_MAJOR_A if users[0].operand_number == 0 else K_MAJOR_B] = ir.UnitAttr.get()
+
+
 def load_transposed(load, axis: AxisInfo) -> None:
     """load(offsets, mask, other) -> trans(load(offsets^T, mask^T, other^T)), where it pays."""
     got = _transposed_access(load, list(load.operands)[1:], axis)
@@ -102,6 +122,7 @@ def load_transposed(load, axis: AxisInfo) -> None:
         loaded.owner.attributes[name] = load.attributes[name]
     load.results[0].replace_all_uses_with(back)
     load.erase()
+    _read_in_place(back)
 
 
 def store_transposed(store, axis: AxisInfo) -> None:
@@ -117,11 +138,26 @@ def store_transposed(store, axis: AxisInfo) -> None:
     store.erase()
 
 
+def _argument_divisibility(module_op, divisible_args: str) -> dict:
+    """{kernel argument: 16} for the ints the launch's specialization found multiples of 16:
+    `(pid * BM + arange(BM)) % M` keeps runs of 16 only where M is known such (the tutorial
+    GEMM's wrapped rows, down dim 0 of a column-major A), as `convert-tile-to-gpu` knows it."""
+    indices = {int(i) for i in divisible_args.split(",") if i}
+    out = {}
+    for fn in collect(module_op, ("func.func",)):
+        if fn.regions[0].blocks:
+            args = list(fn.regions[0].blocks[0].arguments)
+            out.update({args[i]: 16 for i in indices if i < len(args)})
+    return out
+
+
 @register_pass("tile-column-loads")
 @dataclass
 class TileColumnLoads:
+    divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
+
     def run(self, module_op):
-        axis = AxisInfo()
+        axis = AxisInfo(_argument_divisibility(module_op, self.divisible_args))
         for op in collect(module_op, ("tile.load", "tile.store")):
             if op.name == "tile.load" and _two_d(op.results[0]) and list(op.results[0].uses) \
                     and not _left_to_the_dots(op):

@@ -41,6 +41,7 @@ FUSIBLE_TILE_OPS = {"tile.splat", "tile.broadcast", "tile.reshape", "tile.trans"
 
 
 K_MAJOR_B = "k_major_b"  # a 16-bit dot whose B is loaded transposed (`tile-k-major-loads`)
+M_MAJOR_A = "m_major_a"  # a 16-bit dot whose A is loaded transposed, K x M (`tile-column-loads`)
 
 
 def _read_as_b(value, marks) -> bool:
@@ -56,6 +57,15 @@ def read_in_place_b(value) -> bool:
     return _read_as_b(value, ("fp8_b", K_MAJOR_B))
 
 
+def read_in_place(value) -> bool:
+    """`read_in_place_b`, or only 16-bit dots whose A is loaded as its K x M transpose
+    (`passes/tile_column_loads.py`: A = X.T with M contiguous) read `value`, as their A, which
+    they read from its ring slot in place, M-major (wgmma's descriptor, ldmatrix `.trans`)."""
+    users = [(u.owner, u.operand_number) for u in value.uses]
+    return read_in_place_b(value) or bool(users) and all(
+        o.name == "tile.dot" and n == 0 and M_MAJOR_A in o.attributes for o, n in users)
+
+
 def read_as_k_major_b(value) -> bool:
     """Whether only dots that read their B K-major read `value`, as their B: float8 dots
     and those that take A from registers (`tile.registers_a`: `dot_scaled`'s, whose B is the
@@ -65,7 +75,7 @@ def read_as_k_major_b(value) -> bool:
 
 def fusible(op) -> bool:
     name = op.operation.name
-    if name == "tile.trans" and (read_as_k_major_b(op.results[0]) or read_in_place_b(op.results[0])):
+    if name == "tile.trans" and (read_as_k_major_b(op.results[0]) or read_in_place(op.results[0])):
         return False  # (left beside its dots, which read its operand in place: codegen/fp8_operands.py)
     return name in FUSIBLE_TILE_OPS or (name.split(".")[0] in ("arith", "math") and not op.regions)
 

@@ -140,7 +140,7 @@ from .loop_slice import body_slice, clone_slice, guard_index_loads, hoist_scalar
 from .next_tile_copies import plan
 from .registry import register_pass
 from .tile_canonicalize import erase_dead_ops
-from .tile_fuse import read_in_place_b, through_groups
+from .tile_fuse import read_in_place, through_groups
 from .block_access import match_copy_block
 from .fp8_dots import k_major_fp8
 from .in_flight_dots import in_flight_dots, made_in_body
@@ -187,7 +187,7 @@ def _to_dots(load) -> bool:
     """Every use of `load` is a dot's operand, or a transpose that dots read in place as
     their B (attention's backward: qT the B of k @ qT, trans(qT) of dS @ trans(qT), marked
     by `tile-k-major-loads`), as the lowering of `tile.local_load` reads a slot."""
-    return all(u.owner.name == "tile.dot" or u.owner.name == "tile.trans" and read_in_place_b(u.owner.results[0])
+    return all(u.owner.name == "tile.dot" or u.owner.name == "tile.trans" and read_in_place(u.owner.results[0])
                for u in load.results[0].uses)
 
 

@@ -62,11 +62,11 @@ def run_in_triton(script: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
 
 
-def triton_sm90(fn, args, meta: dict, num_stages: int) -> dict:
+def triton_sm90(fn, args, meta: dict, num_stages: int, capability: int = 90) -> dict:
     """Triton's sm_90a compile of JIT function `fn` at `args` (tensors, meta ones too, and
     scalars, None for an optional pointer) and `meta` (constexprs and num_warps), specialized as
     its JIT would (ints equal to 1 and None constants, pointers and ints divisible by 16 marked so): its PTX and ptxas's
-    registers and spill bytes."""
+    registers and spill bytes. `capability` 80: its sm_80 compile instead."""
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
@@ -92,14 +92,14 @@ def triton_sm90(fn, args, meta: dict, num_stages: int) -> dict:
                 attrs[(i,)] = [["tt.divisibility", 16]]
     for name, value in meta.items():
         sig[name], constexprs[(fn.arg_names.index(name),)] = "constexpr", value
-    compiled = triton.compile(ASTSource(fn, sig, constexprs=constexprs, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+    compiled = triton.compile(ASTSource(fn, sig, constexprs=constexprs, attrs=attrs), target=GPUTarget("cuda", capability, 32),
                               options={"num_warps": num_warps, "num_stages": num_stages})
     ptx = compiled.asm["ptx"]
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas-blackwell")
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "k.ptx"), "w") as f:
             f.write(ptx)
-        log = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a", f.name, "-o", os.path.join(tmp, "k.cubin")],
+        log = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a" if capability == 90 else f"sm_{capability}", f.name, "-o", os.path.join(tmp, "k.cubin")],
                              capture_output=True, text=True, check=True).stderr
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     return {"ptx": ptx, "registers": int(re.search(r"Used (\d+) registers", log).group(1)),

@@ -7,8 +7,8 @@ against torch at odd sizes and on strided views, its own source renamed to Trito
 Triton's interpreter against the same reference, and it compiles for sm_90a at a model's sizes
 without spills, to the same loads and stores as Triton's compile of the twin. What that found:
 an int64 label loaded as two 4-byte halves (fixed: the LLVM IR now has NVPTX's data layout);
-f32 half heads loaded 8 bytes at a time and a spill, where Triton's compile has neither (strict
-xfails)."""
+f32 half heads loaded 8 bytes at a time (fixed: index values' broadcasts no longer give a shape a
+row a warp) and a spill, where Triton's compile has none (strict xfail)."""
 
 import functools
 import os
@@ -575,16 +575,7 @@ def memory_forms(ptx):
     return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
 
 
-ROW_A_WARP = pytest.mark.xfail(strict=True, reason=(
-    "f32 half heads of 64 columns load 8 bytes at a time where Triton's load 16: tile-assign-layouts' "
-    "`_row_broadcast_shapes` gives a 64-column f32 shape a row a warp (2 a lane) when an R x 1 tile is "
-    "broadcast into it, and counts the heads' row offsets `h[:, None] * head_stride` (index values, "
-    "which any layout recomputes) as such; leaving index values out there fixes this, but then "
-    "test_scans.py's recurrence_kernel (a 64 x 64 f32 scan along dim 0) spills about 50 bytes"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=ROW_A_WARP) if n == "rope_forward_f32" else n
-                                  for n in sm90_cases()])
+@pytest.mark.parametrize("name", list(sm90_cases()))
 def test_compiles_for_sm90a(name, gpu_target):
     """No spills, and each contiguous row loaded and stored 16 bytes at a time: the same load and
     store instructions as Triton's own compile of the twin (its JIT's specialization)."""

@@ -56,7 +56,7 @@ from ...dialects.layout import MAX_SHARED
 from .distributed_async_copy import SharedTile, shared_writes_done, slot_coords
 from .distributed_layout import MmaDistribution, row_major_strides
 from .distributed_mma_reduce import only_reduced_in_place
-from ...passes.tile_fuse import read_in_place_b
+from ...passes.tile_fuse import read_in_place
 from .first_copies import guarded, guards, linear
 from .held_registers import defer, held_at
 from .register_vectors import elements, from_elements, i32, linear_index, load_run, splat, store_run
@@ -134,7 +134,7 @@ def op_tile_local_load(self, op):
     along its rows (`ld.shared`); the slot holds it in the tile's own orientation."""
     tile = self.map[op.operands[0]].slot(self.value(op.operands[1]))
     tile = dataclasses.replace(tile, transposed="transposed" in op.attributes)
-    if all(u.owner.name == "tile.dot" or u.owner.name == "tile.trans" and read_in_place_b(u.owner.results[0])
+    if all(u.owner.name == "tile.dot" or u.owner.name == "tile.trans" and read_in_place(u.owner.results[0])
            for u in op.results[0].uses):  # (read by dots in place; a float8 B through its transpose: fp8_operands.py)
         self.map[op.results[0]] = tile
         return

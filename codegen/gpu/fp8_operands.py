@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...passes.tile_fuse import read_as_k_major_b, read_in_place_b
+from ...passes.tile_fuse import read_as_k_major_b, read_in_place
 from ..common.lowerings import lowering
 from .distributed_async_copy import SharedTile
 from .held_registers import defer
@@ -26,7 +26,7 @@ from .static_registers import thread_coords
 @lowering("tile.trans", target="gpu")
 def op_tile_trans(self, op):
     src, result = self.map.get(op.operands[0]), op.results[0]
-    if isinstance(src, SharedTile) and read_in_place_b(result):
+    if isinstance(src, SharedTile) and read_in_place(result):
         self.map[result] = dataclasses.replace(src, transposed=not src.transposed)
         return
     if read_as_k_major_b(result):
