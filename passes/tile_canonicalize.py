@@ -120,7 +120,8 @@ def add_into_dot(op, rewriter):
         if dot is not None and dot.name == "tile.dot" and len(list(d.uses)) == 1 and _zero_splat(dot.operands[2]) \
                 and dot.results[0].type == op.result.type:
             with rewriter.ip, op.location:
-                folded = create("dot", [op.result.type], [dot.operands[0], dot.operands[1], acc])
+                folded = create("dot", [op.result.type], [dot.operands[0], dot.operands[1], acc],
+                                {name: dot.attributes[name] for name in dot.attributes})  # (its input_precision)
             rewriter.replace_op(op, folded)
             return None
     return NO_MATCH

@@ -250,3 +250,42 @@ def test_exact_f32_dot_stays_off_tensor_cores(monkeypatch):
     """Without tf32 an f32 dot is exact: no mma, the loop lowering."""
     ptx = _build(monkeypatch, "sm_80", torch.float32, BM=32, BN=32, BK=16, num_warps=4).asm["ptx"]
     assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+
+
+@tile.kernel
+def _f32_dot(a, b, c, M, N, K, ALLOW: tile.constexpr, BM: tile.constexpr, BN: tile.constexpr, BK: tile.constexpr):
+    """Triton's f32 GEMM as written, the precision left to the default (ALLOW None) or named."""
+    rm = tile.program_id(0) * BM + tile.arange(0, BM)
+    rn = tile.program_id(1) * BN + tile.arange(0, BN)
+    rk = tile.arange(0, BK)
+    acc = tile.zeros((BM, BN), dtype=tile.float32)
+    for k in range(0, K, BK):
+        x = tile.load(a + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        y = tile.load(b + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tile.dot(x, y, allow_tf32=ALLOW)
+    tile.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("allow, tensor_cores", [(None, True), (True, True), (False, False)])
+def test_f32_dot_precision_defaults_as_tritons(allow, tensor_cores, monkeypatch):
+    """As Triton's: an f32 dot naming no precision is tf32 on a GPU (the tensor cores, 128 x 128
+    blocks of 32, which the exact lowering refused as past its 48 KiB of shared memory) and exact
+    on the CPU (its interpreter's); allow_tf32=False keeps the GPU's exact too."""
+    M, N, K = 70, 45, 100
+    a, b = torch.randn(M, K), torch.randn(K, N)
+    c = torch.empty(M, N)
+    _f32_dot[(tile.cdiv(M, 32), tile.cdiv(N, 32))](a, b, c, M, N, K, ALLOW=allow, BM=32, BN=32, BK=16)
+    want = a.double() @ b.double()
+    if allow:  # (named tf32: rounded on the CPU as well)
+        torch.testing.assert_close(c.double(), want, rtol=2e-2, atol=2e-2)
+    else:
+        torch.testing.assert_close(c.double(), want, rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv("TILE_TARGET", "sm_90a")
+    monkeypatch.setenv("TILE_COMPILE_ONLY", "1")
+    big = torch.empty(4096, 4096, device="meta")
+    if not tensor_cores:
+        ptx = _f32_dot.compile(big, big, big, 4096, 4096, 4096, ALLOW=allow, BM=32, BN=32, BK=16).asm["ptx"]
+        assert "mma.sync" not in ptx
+        return
+    ptx = _f32_dot.compile(big, big, big, 4096, 4096, 4096, ALLOW=allow, BM=128, BN=128, BK=32, num_warps=8).asm["ptx"]
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx

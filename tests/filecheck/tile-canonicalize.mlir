@@ -177,6 +177,21 @@ func.func @dot_add_reversed(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %acc
 
 // -----
 
+// A tf32 dot folded keeps its precision (it was dropped: on a GPU the exact lowering then refused
+// the blocks as past its shared memory).
+// CHECK-LABEL: func.func @tf32_dot_add
+// CHECK: %[[D:.*]] = "tile.dot"(%arg0, %arg1, %arg2) {input_precision = "tf32"}
+// CHECK: return %[[D]]
+func.func @tf32_dot_add(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %acc: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %z = "tile.splat"(%c0) : (f32) -> tensor<64x16xf32>
+  %d = "tile.dot"(%a, %b, %z) {input_precision = "tf32"} : (tensor<64x32xf32>, tensor<32x16xf32>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  %s = arith.addf %acc, %d : tensor<64x16xf32>
+  return %s : tensor<64x16xf32>
+}
+
+// -----
+
 // A dot from a non-zero start keeps its add.
 // CHECK-LABEL: func.func @dot_from_ones_add
 // CHECK: "tile.dot"
