@@ -49,7 +49,7 @@ def test_descriptor_functions_cpu_and_sm90a(gpu_target):
     m = torch.empty(256, 64, device="meta")
     functions, methods = (k.compile(m, torch.empty_like(m), 256, 64, BM=64, BN=64).asm["ptx"]
                           for k in (descriptor_copy_kernel, descriptor_method_kernel))
-    assert "ld.global.v2" in functions  # (vector loads along the block's rows)
+    assert "ld.global.v4.b32" in functions  # (16-byte loads along the block's rows)
     assert functions.replace("descriptor_copy_kernel", "k") == methods.replace("descriptor_method_kernel", "k")
 
 
