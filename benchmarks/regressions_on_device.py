@@ -37,7 +37,8 @@ def bool_kernel(x, f, out, n, BLOCK: tile.constexpr):
 def atomic_dot_kernel(a, b, c, old, B: tile.constexpr):
     """An exact f32 dot (the linalg path on a GPU) added atomically, its old values kept."""
     r = tile.arange(0, B)
-    acc = tile.dot(tile.load(a + r[:, None] * B + r[None, :]), tile.load(b + r[:, None] * B + r[None, :]))
+    acc = tile.dot(tile.load(a + r[:, None] * B + r[None, :]), tile.load(b + r[:, None] * B + r[None, :]),
+                   input_precision="ieee")  # (a GPU's default for f32 is tf32, as Triton's)
     tile.store(old + r[:, None] * B + r[None, :], tile.atomic_add(c + r[:, None] * B + r[None, :], acc))
 
 
