@@ -146,8 +146,44 @@ def main() -> int:
     int8_abs_kernel[(1,)](x, out, BLOCK=256, num_warps=2)
     if not compile_only:
         check("abs of int8 (-128 wraps)", out, x.abs())
+    transposed_operands(device, compile_only, check)
     print("failed:", failed)
     return 1 if failed else 0
+
+
+def transposed_operands(device, compile_only, check):
+    """Operands contiguous down dim 0 (`tile-column-loads`), at the blocks that put their dots on
+    wgmma: the tutorial GEMM on A = X.T (its ring slot read M-major in place), on B = W.T and on
+    both, K ragged; vLLM's prefix prefill, K^T read through a block table (head dim 128)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from test_transposed_access_kernels import _fwd_kernel_prefix, _matmul_kernel, _prefix_prefill_inputs
+
+    g = torch.Generator().manual_seed(3)
+    M, N, K = 304, 272, 208  # (ragged blocks; sizes and row strides multiples of 16 elements, as copies want)
+    for a_cols, b_cols in ((True, False), (True, True), (False, True)):
+        a = torch.randn(K, M + 16, generator=g).bfloat16().to(device)[:, :M].T if a_cols else \
+            torch.randn(M, K, generator=g).bfloat16().to(device)
+        b = torch.randn(N, K + 16, generator=g).bfloat16().to(device)[:, :K].T if b_cols else \
+            torch.randn(K, N, generator=g).bfloat16().to(device)
+        c = torch.empty(M, N, dtype=torch.bfloat16, device=device)
+        _matmul_kernel[(tile.cdiv(M, 128) * tile.cdiv(N, 128),)](
+            a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
+            num_warps=8, num_stages=3)
+        if not compile_only:
+            check(f"GEMM, A{' = X.T' if a_cols else ''}, B{' = W.T' if b_cols else ''}", c.float(),
+                  a.float() @ b.float(), rtol=2e-2, atol=5e-2)
+    (q, k, v, kc, vc, b_loc, start, seqlen, ctxlen, scale, ref, max_new, group, page) = \
+        _prefix_prefill_inputs(128, torch.bfloat16)
+    q, k, v, kc, vc, b_loc, start, seqlen, ctxlen = (t.contiguous().to(device) for t in (q, k, v, kc, vc, b_loc, start,
+                                                                                         seqlen, ctxlen))
+    out = torch.empty_like(q)
+    _fwd_kernel_prefix[(len(seqlen), q.shape[1], tile.cdiv(max_new, 64))](
+        q, k, v, kc, vc, b_loc, scale, start, seqlen, ctxlen, out, *b_loc.stride(), q.stride(0), q.stride(1),
+        k.stride(0), k.stride(1), v.stride(0), v.stride(1), out.stride(0), out.stride(1), *kc.stride(), *vc.stride(),
+        num_queries_per_kv=group, BLOCK_SIZE=page, BLOCK_M=64, BLOCK_DMODEL=128, BLOCK_DMODEL_PADDED=128, BLOCK_N=64,
+        num_warps=4, num_stages=2)
+    if not compile_only:
+        check("prefix prefill, K^T through the block table", out.float(), ref, rtol=1e-2, atol=2e-2)
 
 
 if __name__ == "__main__":
