@@ -96,6 +96,7 @@ def gpu(options: dict) -> list[str]:
         "convert-linalg-to-parallel-loops",
         "tile-inline-cas",
         f"tile-gpu-launch{{num-threads={options['num_warps'] * 32}}}",
+        "emulate-i1-memrefs",  # (a mask's i1 buffer: the LLVM lowering of its store aborted the process)
         "expand-float8",  # (float8 conversions by integer code on this path, as on the CPU)
         "exact-f32-ops",
         "canonicalize",

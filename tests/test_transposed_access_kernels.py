@@ -756,3 +756,17 @@ def test_axis_info_through_a_last_dim_of_one():
         axis = AxisInfo({s: 16})
         assert axis(col).divisibility == 16 and axis(back).divisibility == 16
         assert axis(back).constancy == 1 and axis(rc).divisibility == 1
+
+
+def test_small_blocks_compile_for_sm90a(gpu_target):
+    """The CPU check's prefill (16 x 16 blocks, too small for the tensor cores: the GPU's linalg
+    path) for sm_90a: its masks' i1 buffers in shared memory aborted the process in the LLVM
+    lowering of their stores (`emulate-i1-memrefs` now runs on that path, shared globals too)."""
+    (q, k, v, kc, vc, b_loc, start, seqlen, ctxlen, scale, _, _, group, page) = _prefix_prefill_inputs(64, torch.float16)
+    gpu_target("sm_90a")
+    launcher = _fwd_kernel_prefix.compile(
+        q, k, v, kc, vc, b_loc, scale, start, seqlen, ctxlen, q, *b_loc.stride(), q.stride(0), q.stride(1),
+        k.stride(0), k.stride(1), v.stride(0), v.stride(1), q.stride(0), q.stride(1), *kc.stride(), *vc.stride(),
+        num_queries_per_kv=group, BLOCK_SIZE=page, BLOCK_M=16, BLOCK_DMODEL=64, BLOCK_DMODEL_PADDED=64, BLOCK_N=16)
+    ptx = launcher.asm["ptx"]
+    assert "mma" not in ptx and ".shared" in ptx and launcher.metadata["ptxas"]["spill_stores"] == 0

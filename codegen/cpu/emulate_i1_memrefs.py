@@ -1,7 +1,8 @@
 """`emulate-i1-memrefs`: store booleans in memory as bytes.
 
 Our own pass (upstream has none), for the CPU target after `convert-linalg-to-loops`
-and the GPU target after `convert-tile-to-gpu` (kernels' `gpu.func` signatures too). The LLVM
+and the GPU target after `convert-tile-to-gpu` (kernels' `gpu.func` signatures too), or
+on its linalg path after `tile-gpu-launch` (shared-memory `memref.global`s too). The LLVM
 lowering of `memref.store` asserts (aborting the process) on an i1 element,
 and i1 buffers arise from bool tensor arguments, reductions of masks and the
 helper that `buffer-deallocation-pipeline` emits for loop- or branch-carried
@@ -54,6 +55,9 @@ class EmulateI1Memrefs:
         def visit(op):  # collect first: widening a memref hides which ops used it as i1
             if op.name in ("func.func", "gpu.func"):
                 _widen_function_type(op)
+            if op.name == "memref.global" and _widened(ir.TypeAttr(op.attributes["type"]).value):
+                # (the GPU's linalg path: a mask's buffer in shared memory)
+                op.attributes["type"] = ir.TypeAttr.get(_widened(ir.TypeAttr(op.attributes["type"]).value))
             if op.name == "memref.load" and _widened(op.operands[0].type):
                 loads.append(op)
             if op.name == "memref.store" and _widened(op.operands[1].type):

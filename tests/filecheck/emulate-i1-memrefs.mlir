@@ -47,3 +47,19 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A mask's buffer in shared memory (the GPU's linalg path): the global and its uses are bytes.
+
+// CHECK: memref.global "private" @mask_buffer : memref<16xi8, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @shared_bools
+// CHECK: %[[G:.*]] = memref.get_global @mask_buffer : memref<16xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[W:.*]] = arith.extui %{{.*}} : i1 to i8
+// CHECK: memref.store %[[W]], %[[G]][%{{.*}}] : memref<16xi8, #gpu.address_space<workgroup>>
+memref.global "private" @mask_buffer : memref<16xi1, #gpu.address_space<workgroup>>
+func.func @shared_bools(%i: index, %b: i1) {
+  %g = memref.get_global @mask_buffer : memref<16xi1, #gpu.address_space<workgroup>>
+  memref.store %b, %g[%i] : memref<16xi1, #gpu.address_space<workgroup>>
+  return
+}
