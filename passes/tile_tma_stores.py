@@ -138,8 +138,8 @@ class TileTmaStores:
                 self.rewrite(op, divisible)
 
     def rewrite(self, store, divisible):
-        if not in_loop(store):
-            return
+        if not in_loop(store) or not isinstance(store.operands[2].type, ir.RankedTensorType):
+            return  # (a scalar store: tutorial 09's counter)
         acc = _accumulator(store.operands[2])
         b = match_store_block(store)
         if acc is None or b is None or b.transposed:
