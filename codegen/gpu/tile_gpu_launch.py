@@ -67,6 +67,62 @@ def alias_set(alloc) -> list[ir.Value]:
     return values
 
 
+def _carried(v) -> list[ir.Value]:
+    """The values a buffer `v` becomes through control flow: the results of the `scf.if` or
+    `scf.for` whose yield passes it, and a loop's iteration argument and result it starts."""
+    out = []
+    for use in v.uses:
+        owner, n = use.owner, use.operand_number
+        if owner.name == "scf.yield":
+            parent = owner.parent
+            out.append(parent.results[n])
+            if parent.name == "scf.for":
+                out.append(parent.regions[0].blocks[0].arguments[n + 1])
+        elif owner.name == "scf.for" and n >= 3:
+            out += [owner.results[n - 3], owner.regions[0].blocks[0].arguments[n - 2]]
+    return out
+
+
+def buffer_groups(allocs) -> list[tuple[list, list]]:
+    """The allocs whose buffers control flow merges (a tile yielded by either branch of an
+    `scf.if`, or carried by a loop), each group with every value that may hold one of them:
+    one address space for the whole group, or the merged values' types disagree."""
+    grouped, groups = set(), []
+    for alloc in allocs:
+        if alloc.results[0] in grouped:
+            continue
+        members, values, seen, todo = [], [], set(), [alloc.results[0]]
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            values.append(v)
+            op = None if isinstance(v.owner, ir.Block) else v.owner
+            if op is not None and op.name == "memref.alloc":
+                members.append(op)
+            related = [r for u in v.uses if u.owner.name in _VIEW_OPS and u.operand_number == 0 for r in u.owner.results]
+            related += _carried(v)
+            if op is not None and op.name in ("scf.if", "scf.for"):  # (what its yields pass in)
+                n = list(op.results).index(v)
+                related += [_terminator(b).operands[n] for r in op.regions for b in r.blocks]
+                if op.name == "scf.for":
+                    related.append(op.operands[3 + n])
+            loop = v.owner.owner if isinstance(v.owner, ir.Block) else None
+            if loop is not None and loop.name == "scf.for" and v.arg_number >= 1:  # (an iteration argument)
+                n = v.arg_number - 1
+                related += [loop.results[n], loop.operands[3 + n], _terminator(v.owner).operands[n]]
+            todo += related
+        groups.append((members, values))
+        grouped.update(m.results[0] for m in members)
+    return groups
+
+
+def _terminator(block):
+    ops = block.operations
+    return ops[len(ops) - 1]
+
+
 def _in_any(op, loops) -> bool:
     ids = {id_of(l) for l in loops}
     return any(id_of(a) in ids for a in _ancestors(op))
@@ -89,13 +145,24 @@ def place_buffers(fn, gpu_module, loops, name: str) -> int:
     """Shared memory for buffers written by distributed loops, private allocas for the rest."""
     workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
     shared_bytes, largest = 0, None  # (largest: the biggest buffer's bytes and location, where a too-large error points)
-    for i, alloc in enumerate(collect(fn, {"memref.alloc"})):
+    allocs = collect(fn, {"memref.alloc"})
+    stores = collect(fn, {"memref.store"})
+    shared_group = {}  # an alloc's buffer -> whether its group goes to shared memory
+    for members, values in buffer_groups(allocs):
+        writers = [s for s in stores if any(s.operands[1] == v for v in values)]
+        shared = any(_in_any(w, loops) for w in writers)
+        for m in members:
+            shared_group[m.results[0]] = shared
+        if shared:
+            for v in values:
+                if not (not isinstance(v.owner, ir.Block) and v.owner.name == "memref.alloc"):
+                    v.set_type(_with_space(v.type, workgroup))
+    for i, alloc in enumerate(allocs):
         aliases = alias_set(alloc)
-        writers = [s for s in collect(fn, {"memref.store"}) if any(s.operands[1] == a for a in aliases)]
         ty = ir.MemRefType(alloc.results[0].type)
         if not ty.has_static_shape:
             raise TileError("a tile buffer has a dynamic shape; tiles must have static shapes")
-        if any(_in_any(w, loops) for w in writers):
+        if shared_group[alloc.results[0]]:
             if largest is None or _bytes(ty) > largest[0]:
                 largest = (_bytes(ty), alloc.location)
             shared_bytes += _bytes(ty)
