@@ -104,3 +104,26 @@ def triton_sm90(fn, args, meta: dict, num_stages: int, capability: int = 90) -> 
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     return {"ptx": ptx, "registers": int(re.search(r"Used (\d+) registers", log).group(1)),
             "spill_stores": int(spills.group(1)), "spill_loads": int(spills.group(2)), "shared": compiled.metadata.shared}
+
+
+def module_twin(module_name: str, names: list):
+    """The kernels `names` of test module `module_name` renamed to Triton, for this process's
+    Triton to compile (not its interpreter): the twins `triton_sm90` compiles beside tile's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import triton.language.extra.cuda.libdevice  # noqa: F401  (both spellings, as Triton users' modules import it)
+    import triton.language.extra.libdevice  # noqa: F401
+    from library_kernels_on_device import triton_twin
+
+    return triton_twin(sys.modules[module_name], names)
+
+
+def meta(*shape, dtype=None):
+    """A tensor of `shape` on the meta device (bf16 by default): a launch's specialization, no data."""
+    import torch
+
+    return torch.empty(shape, dtype=dtype or torch.bfloat16, device="meta")
+
+
+def memory_forms(ptx: str) -> set:
+    """The distinct global load and store instructions of a PTX text (`ld.global.v4.b32`, ...)."""
+    return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))

@@ -11,16 +11,14 @@ f32 half heads loaded 8 bytes at a time (fixed: index values' broadcasts no long
 row a warp) and a spill, where Triton's compile has none (strict xfail)."""
 
 import functools
-import os
 import re
-import sys
 import warnings
 
 import pytest
 import torch
 
 import tile
-from as_triton import run_in_triton, triton_sm90
+from as_triton import memory_forms, meta, module_twin, run_in_triton, triton_sm90
 
 
 @tile.jit
@@ -518,15 +516,10 @@ def test_same_source_in_tritons_interpreter():
 @functools.cache
 def _twin():
     """The kernels renamed to Triton (not its interpreter: this process's Triton compiles)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-    import triton.language.extra.libdevice  # noqa: F401  (tl.extra.libdevice, as a Triton user's module imports it)
-    from library_kernels_on_device import triton_twin
-
-    return triton_twin(sys.modules[__name__], TWIN_NAMES)
+    return module_twin(__name__, TWIN_NAMES)
 
 
-def _meta(*shape, dtype=torch.bfloat16):
-    return torch.empty(shape, dtype=dtype, device="meta")
+_meta = meta
 
 
 def sm90_cases():
@@ -568,11 +561,6 @@ def sm90_cases():
                                                     gn_affine, gn_affine, 4096, 16, 32, 1e-5),
                        dict(BLOCK_SIZE=1024, num_warps=4)),
     }
-
-
-def memory_forms(ptx):
-    """The distinct global load and store instructions of a PTX text (`ld.global.v4.b32`, ...)."""
-    return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
 
 
 @pytest.mark.parametrize("name", list(sm90_cases()))

@@ -11,15 +11,12 @@ views, its own source renamed to Triton runs under Triton's interpreter against 
 reference, and it compiles for sm_90a at a model's sizes beside Triton's compile of the twin."""
 
 import functools
-import os
-import re
-import sys
 
 import pytest
 import torch
 
 import tile
-from as_triton import run_in_triton, triton_sm90
+from as_triton import memory_forms, meta, module_twin, run_in_triton, triton_sm90
 
 
 @tile.jit
@@ -701,15 +698,10 @@ def test_same_source_in_tritons_interpreter():
 @functools.cache
 def _twin():
     """The kernels renamed to Triton (not its interpreter: this process's Triton compiles)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-    import triton.language.extra.cuda.libdevice  # noqa: F401  (as a Triton user's module imports it)
-    from library_kernels_on_device import triton_twin
-
-    return triton_twin(sys.modules[__name__], TWIN_NAMES)
+    return module_twin(__name__, TWIN_NAMES)
 
 
-def _meta(*shape, dtype=torch.bfloat16):
-    return torch.empty(shape, dtype=dtype, device="meta")
+_meta = meta
 
 
 def sm90_cases():
@@ -753,11 +745,6 @@ def sm90_cases():
         "max_with_indices": (_max_with_indices_kernel, argmax[:1] + argmax[1:3] + argmax[3:5],
                              dict(BLOCK_M=4, BLOCK_N=1024, num_warps=4)),
     }
-
-
-def memory_forms(ptx):
-    """The distinct global load and store instructions of a PTX text (`ld.global.v4.b32`, ...)."""
-    return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
 
 
 ONE_LAYOUT_A_SHAPE = pytest.mark.xfail(strict=True, reason=(

@@ -23,15 +23,12 @@ ones, interleaved tiles element by element, an epilogue's scale vectors through 
 (strict xfails)."""
 
 import functools
-import os
-import re
-import sys
 
 import pytest
 import torch
 
 import tile
-from as_triton import run_in_triton, triton_sm90
+from as_triton import memory_forms, meta, module_twin, run_in_triton, triton_sm90
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1116,15 +1113,10 @@ def test_same_source_in_tritons_interpreter():
 @functools.cache
 def _twin():
     """The kernels renamed to Triton (not its interpreter: this process's Triton compiles)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-    import triton.language.extra.cuda.libdevice  # noqa: F401  (as a Triton user's module imports it)
-    from library_kernels_on_device import triton_twin
-
-    return triton_twin(sys.modules[__name__], TWIN_NAMES)
+    return module_twin(__name__, TWIN_NAMES)
 
 
-def _meta(*shape, dtype=torch.bfloat16):
-    return torch.empty(shape, dtype=dtype, device="meta")
+_meta = meta
 
 
 def sm90_cases():
@@ -1222,11 +1214,6 @@ def sm90_cases():
                                                                            **ce_meta)),
         "cross_entropy_backward": (_cross_entropy_backward, ce_bwd, dict(BLOCK_SIZE=4096, num_warps=8, **ce_meta)),
     }
-
-
-def memory_forms(ptx):
-    """The distinct global load and store instructions of a PTX text (`ld.global.v4.b32`, ...)."""
-    return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
 
 
 def _jit_function(kernel):

@@ -27,15 +27,13 @@ a thread where 16 fit (a mask's `offs_m[:, None]` gave the shape a row a warp: i
 longer count). Left as strict xfails: one layout a shape (a bf16 input beside an f32 output of
 one shape) and int8-only shapes at 4 bytes a thread."""
 import functools
-import os
 import re
-import sys
 
 import pytest
 import torch
 
 import tile
-from as_triton import run_in_triton, triton_sm90
+from as_triton import memory_forms, meta, module_twin, run_in_triton, triton_sm90
 
 COLUMN_LOADS = tile.Pipeline().insert_before("tile-fuse", "tile-column-loads")
 
@@ -578,14 +576,10 @@ def test_same_source_in_tritons_interpreter():
 @functools.cache
 def _twin():
     """The kernels renamed to Triton (not its interpreter: this process's Triton compiles)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-    from library_kernels_on_device import triton_twin
-
-    return triton_twin(sys.modules[__name__], TWIN_NAMES)
+    return module_twin(__name__, TWIN_NAMES)
 
 
-def _meta(*shape, dtype=torch.bfloat16):
-    return torch.empty(shape, dtype=dtype, device="meta")
+_meta = meta
 
 
 def _prefix_prefill_case(D):
@@ -657,11 +651,6 @@ def sm90_cases():
                                    dict(BLOCK_M=64, BLOCK_N=64, num_warps=4)),
         "block_gram_bwd": gram,
     }
-
-
-def memory_forms(ptx):
-    """The distinct global load and store instructions of a PTX text (`ld.global.v4.b32`, ...)."""
-    return set(re.findall(r"\b(?:ld|st)\.global[\w.:]*", ptx))
 
 
 def cp_async_16(ptx) -> bool:
