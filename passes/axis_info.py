@@ -22,6 +22,19 @@ from .int_ranges import constant_int
 BIG = 1 << 30
 
 
+def divisible_indices(divisible_args: str) -> set[int]:
+    """The kernel argument indices a `divisible-args` pass option names ("0,1,5"): tensors the
+    launch found 16-byte aligned, ints it found multiples of 16."""
+    return {int(i) for i in divisible_args.split(",") if i}
+
+
+def argument_divisibility(fn, divisible_args: str) -> dict:
+    """{argument of kernel `fn`: 16} for the arguments `divisible_args` names, as AxisInfo's
+    `scalar_divisibility` takes them."""
+    args = list(fn.regions[0].blocks[0].arguments) if fn.regions[0].blocks else []
+    return {args[i]: 16 for i in divisible_indices(divisible_args) if i < len(args)}
+
+
 @dataclass(frozen=True)
 class Info:
     contiguity: int = 1

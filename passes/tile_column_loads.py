@@ -37,12 +37,12 @@ from mlir import ir
 
 from ..dialects import tile_ops
 from ..dialects.layout import element_bits
-from .axis_info import AxisInfo
+from .axis_info import AxisInfo, argument_divisibility
 from .fp8_dots import column_major_load, is_fp8_dot, is_int8_dot
 from .index_values import is_elementwise
 from .registry import register_pass
 from .tile_fuse import K_MAJOR_B, M_MAJOR_A
-from .tile_trans_loads import transposed
+from .tile_trans_loads import transposed, transposed_load
 from .walk import collect, in_loop
 
 
@@ -115,11 +115,7 @@ def load_transposed(load, axis: AxisInfo) -> None:
     got = _transposed_access(load, list(load.operands)[1:], axis)
     if got is None:
         return
-    with ir.InsertionPoint(load), load.location:
-        loaded = tile_ops.load(load.operands[0], *got)
-        back = tile_ops.trans(loaded, [1, 0])
-    for name in load.attributes:  # (its cache hints)
-        loaded.owner.attributes[name] = load.attributes[name]
+    back = transposed_load(load, got)
     load.results[0].replace_all_uses_with(back)
     load.erase()
     _read_in_place(back)
@@ -138,26 +134,18 @@ def store_transposed(store, axis: AxisInfo) -> None:
     store.erase()
 
 
-def _argument_divisibility(module_op, divisible_args: str) -> dict:
-    """{kernel argument: 16} for the ints the launch's specialization found multiples of 16:
-    `(pid * BM + arange(BM)) % M` keeps runs of 16 only where M is known such (the tutorial
-    GEMM's wrapped rows, down dim 0 of a column-major A), as `convert-tile-to-gpu` knows it."""
-    indices = {int(i) for i in divisible_args.split(",") if i}
-    out = {}
-    for fn in collect(module_op, ("func.func",)):
-        if fn.regions[0].blocks:
-            args = list(fn.regions[0].blocks[0].arguments)
-            out.update({args[i]: 16 for i in indices if i < len(args)})
-    return out
-
-
 @register_pass("tile-column-loads")
 @dataclass
 class TileColumnLoads:
     divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
 
     def run(self, module_op):
-        axis = AxisInfo(_argument_divisibility(module_op, self.divisible_args))
+        # (Kernel arguments the launch found multiples of 16: `(pid * BM + arange(BM)) % M` keeps runs
+        # of 16 only where M is one, the tutorial GEMM's wrapped rows down dim 0 of a column-major A.)
+        divisible = {}
+        for fn in collect(module_op, ("func.func",)):
+            divisible.update(argument_divisibility(fn, self.divisible_args))
+        axis = AxisInfo(divisible)
         for op in collect(module_op, ("tile.load", "tile.store")):
             if op.name == "tile.load" and _two_d(op.results[0]) and list(op.results[0].uses) \
                     and not _left_to_the_dots(op):

@@ -55,6 +55,7 @@ from mlir.dialects import arith
 from ..dialects import pipeline_ops
 from ..dialects.tile_ops import WRITES
 from ..dialects.layout import Mma, Wgmma, element_bits, encoding_of, shared_panel
+from .axis_info import divisible_indices
 from .block_access import match_store_block, start_value
 from .registry import register_pass
 from .tile_fuse import through_groups
@@ -127,7 +128,7 @@ class TileTmaStores:
     divisible_args: str = ""  # kernel arguments known 16-byte aligned (tensors) or multiples of 16 (ints)
 
     def run(self, module_op):
-        divisible = {int(i) for i in self.divisible_args.split(",") if i}
+        divisible = divisible_indices(self.divisible_args)
         ops = all_ops(module_op)
         accessed = {}  # tensor -> how many loads and stores reach it
         for op in ops:

@@ -69,17 +69,31 @@ def transposed(v, perm, memo: dict):
     return out
 
 
+def load_like(load, offsets, mask, other, loc=None) -> ir.Value:
+    """A load of `load`'s tensor through other offsets, mask and `other`, with its cache hints,
+    before it (at `loc`, else its own location)."""
+    with ir.InsertionPoint(load), loc or load.location:
+        loaded = tile_ops.load(load.operands[0], offsets, mask, other)
+    for name in load.attributes:
+        loaded.owner.attributes[name] = load.attributes[name]
+    return loaded
+
+
 def rewrite(trans) -> None:
     load = trans.operands[0].owner
     perm, memo = tile_ops.permutation_of(trans), {}
     with ir.InsertionPoint(load), trans.location:
-        offsets, mask, other = (transposed(v, perm, memo) for v in list(load.operands)[1:])
-        loaded = tile_ops.load(load.operands[0], offsets, mask, other)
-    for name in load.attributes:  # (its cache hints)
-        loaded.owner.attributes[name] = load.attributes[name]
-    trans.results[0].replace_all_uses_with(loaded)
+        operands = [transposed(v, perm, memo) for v in list(load.operands)[1:]]
+    trans.results[0].replace_all_uses_with(load_like(load, *operands, loc=trans.location))
     trans.erase()
     load.erase()
+
+
+def transposed_load(load, operands) -> ir.Value:
+    """trans(load_like(load, *operands)), before `load`: `operands` its transposed offsets, mask, `other`."""
+    loaded = load_like(load, *operands)
+    with ir.InsertionPoint(load), load.location:
+        return tile_ops.trans(loaded, [1, 0])
 
 
 def load_transposed(load):
@@ -87,11 +101,8 @@ def load_transposed(load):
     (a K-major B: `tile-fp8-dots`, `tile-k-major-loads`)."""
     memo: dict = {}
     with ir.InsertionPoint(load), load.location:
-        offsets, mask, other = (transposed(v, [1, 0], memo) for v in list(load.operands)[1:])
-        loaded = tile_ops.load(load.operands[0], offsets, mask, other)
-        for name in load.attributes:  # (its cache hints)
-            loaded.owner.attributes[name] = load.attributes[name]
-        back = tile_ops.trans(loaded, [1, 0])
+        operands = [transposed(v, [1, 0], memo) for v in list(load.operands)[1:]]
+    back = transposed_load(load, operands)
     if len(list(load.results[0].uses)) == 1:  # (the dot, about to read `back`)
         load.results[0].replace_all_uses_with(back)
         load.erase()

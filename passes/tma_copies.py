@@ -12,6 +12,7 @@ from mlir.dialects import arith
 
 from ..dialects import pipeline_ops
 from ..dialects.layout import Wgmma, element_bits, encoding_of, shared_panel
+from .axis_info import divisible_indices
 from .block_access import match_block, start_value
 from .loop_slice import body_slice, clone_slice, guard_index_loads
 
@@ -42,7 +43,7 @@ def _wgmma_operand(load) -> bool:
 def tma_blocks(found, divisible_args: str) -> list | None:
     """The block (`block_access.py`) each load reads, if every one can be TMA copies
     (`tensor_map_ready`; a transposed block only as an operand of a wgmma dot)."""
-    divisible = {int(i) for i in divisible_args.split(",") if i}
+    divisible = divisible_indices(divisible_args)
     blocks = []
     for load, _ in found:
         b = match_block(load)

@@ -46,7 +46,7 @@ from ...dialects.layout import element_bits as _bits
 from ...frontend.errors import TileError
 from ...passes.registry import register_pass
 from ...passes.walk import all_ops
-from ...passes.axis_info import AxisInfo
+from ...passes.axis_info import AxisInfo, argument_divisibility
 from ..common.ir_builders import const_index, kernel_functions, to_index
 from ..common.lowerings import lowering, lowerings
 from . import register_values
@@ -405,11 +405,6 @@ def read_only_arguments(fn) -> set:
     return {a for a in args if isinstance(a.type, ir.MemRefType) and a not in written}
 
 
-def _divisibility(fn, specialization: dict) -> dict:
-    args = list(fn.regions[0].blocks[0].arguments)
-    return {args[i]: d for i, d in specialization.items() if i < len(args)}
-
-
 @register_pass("convert-tile-to-gpu")
 @dataclass
 class ConvertTileToGpu:
@@ -424,11 +419,10 @@ class ConvertTileToGpu:
         with ir.InsertionPoint(module_op.regions[0].blocks[0]), module_op.location:
             gmod = gpu.GPUModuleOp("tile_kernels")
             gmod.regions[0].blocks.append()
-        spec = {int(i): 16 for i in self.divisible_args.split(",") if i}
         for fn in kernel_functions(module_op):
-            self.convert(fn, gmod, spec)
+            self.convert(fn, gmod)
 
-    def convert(self, fn, gmod, spec):
+    def convert(self, fn, gmod):
         name = ir.StringAttr(fn.attributes["sym_name"]).value
         for op in all_ops(fn):
             for why in filter(None, (layout_error(encoding_of(r.type), self.num_warps) for r in op.results)):
@@ -438,7 +432,7 @@ class ConvertTileToGpu:
             gfn = gpu.GPUFuncOp(ir.TypeAttr.get(ftype), sym_name=name, kernel=True,
                                 known_block_size=[self.num_warps * 32, 1, 1])
         block = gfn.regions[0].blocks.append(*ftype.inputs)
-        t = Translator(fn, block, self.num_warps, _divisibility(fn, spec), self.noalias, self.float8_cvt, self.arch)
+        t = Translator(fn, block, self.num_warps, argument_divisibility(fn, self.divisible_args), self.noalias, self.float8_cvt, self.arch)
         old = fn.regions[0].blocks[0]
         for a, b in zip(old.arguments, block.arguments):
             t.map[a] = b

@@ -56,17 +56,6 @@ def outermost_parallel_loops(fn) -> list:
     return [p for p in collect(fn, {"scf.parallel"}) if not any(a.name == "scf.parallel" for a in _ancestors(p))]
 
 
-def alias_set(alloc) -> list[ir.Value]:
-    values, todo = [], [alloc.results[0]]
-    while todo:
-        v = todo.pop()
-        values.append(v)
-        for use in v.uses:
-            if use.owner.name in _VIEW_OPS and use.operand_number == 0:
-                todo.extend(use.owner.results)
-    return values
-
-
 def _carried(v) -> list[ir.Value]:
     """The values a buffer `v` becomes through control flow: the results of the `scf.if` or
     `scf.for` whose yield passes it, and a loop's iteration argument and result it starts."""
@@ -153,12 +142,11 @@ def place_buffers(fn, gpu_module, loops, name: str) -> int:
         shared = any(_in_any(w, loops) for w in writers)
         for m in members:
             shared_group[m.results[0]] = shared
-        if shared:
+        if shared:  # (its views and the values control flow carries it in; the allocs become globals below)
             for v in values:
-                if not (not isinstance(v.owner, ir.Block) and v.owner.name == "memref.alloc"):
+                if isinstance(v.owner, ir.Block) or v.owner.name != "memref.alloc":
                     v.set_type(_with_space(v.type, workgroup))
     for i, alloc in enumerate(allocs):
-        aliases = alias_set(alloc)
         ty = ir.MemRefType(alloc.results[0].type)
         if not ty.has_static_shape:
             raise TileError("a tile buffer has a dynamic shape; tiles must have static shapes")
@@ -172,8 +160,6 @@ def place_buffers(fn, gpu_module, loops, name: str) -> int:
                 memref.GlobalOp(sym, ir.TypeAttr.get(gty), sym_visibility="private", alignment=16)
             with ir.InsertionPoint(alloc), alloc.location:
                 new = memref.GetGlobalOp(gty, sym).result
-            for v in aliases[1:]:
-                v.set_type(_with_space(v.type, workgroup))
         else:
             with ir.InsertionPoint(alloc), alloc.location:
                 new = memref.AllocaOp(ty, [], []).result
