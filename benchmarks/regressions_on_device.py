@@ -155,7 +155,7 @@ def transposed_operands(device, compile_only, check):
     """Operands contiguous down dim 0 (`tile-column-loads`), at the blocks that put their dots on
     wgmma: the tutorial GEMM on A = X.T (its ring slot read M-major in place), on B = W.T and on
     both, K ragged; vLLM's prefix prefill, K^T read through a block table (head dim 128)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    sys.path.insert(0, os.path.join(os.getcwd(), "tests"))  # (run from the repository root: a device build's snapshot has no tests)
     from test_transposed_access_kernels import _fwd_kernel_prefix, _matmul_kernel, _prefix_prefill_inputs
 
     g = torch.Generator().manual_seed(3)
